@@ -1,0 +1,82 @@
+# Kafka Lab.  `make run` serves the lab at http://127.0.0.1:8000; `make test` checks everything.
+# Both install what is missing on Debian (ZooKeeper and Java, Chromium for the browser tests,
+# a virtual environment in .venv) and do nothing more on a second run.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+HOST ?= 127.0.0.1
+PORT ?= 8000
+PYTEST_ARGS ?=
+
+VENV := .venv
+STAMP := $(VENV)/.installed
+ZOOKEEPER_JAR := /usr/share/java/zookeeper.jar
+CHROMIUM := /usr/bin/chromium
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+# `$(APT_INSTALL) pkg...`: apt-get install, refreshing the package lists first only when there are
+# none, and once more only if the install fails (stale lists).
+APT_INSTALL = apt_install() { \
+	  export DEBIAN_FRONTEND=noninteractive; \
+	  if ! compgen -G '/var/lib/apt/lists/*_Packages*' >/dev/null; then $(SUDO) apt-get update -q; fi; \
+	  $(SUDO) apt-get install -y -q --no-install-recommends "$$@" \
+	    || { $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q --no-install-recommends "$$@"; }; \
+	}; apt_install
+
+.PHONY: help run test lint typecheck pytest browser-tests system-zookeeper system-chromium clean
+
+help:
+	@echo "make run    serve the lab at http://$(HOST):$(PORT) with a managed ZooKeeper (Ctrl-C stops all)"
+	@echo "make test   ruff, mypy, pytest, then the browser tests in Chromium"
+	@echo "make clean  remove .venv, var/ and caches"
+
+run: system-zookeeper $(STAMP)
+	$(VENV)/bin/python -m lab.serve --host $(HOST) --port $(PORT)
+
+test: system-zookeeper system-chromium $(STAMP)
+	$(MAKE) --no-print-directory lint typecheck pytest browser-tests
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check
+	$(VENV)/bin/ruff format --check
+
+typecheck: $(STAMP)
+	$(VENV)/bin/mypy
+
+# Browser tests run in their own process: an asyncio test after a sync Playwright test in one
+# process fails. pytest exits 5 when it collects nothing; make counts that as the failure it is.
+pytest: $(STAMP)
+	$(VENV)/bin/pytest -m "not browser" $(PYTEST_ARGS)
+
+browser-tests: $(STAMP)
+	$(VENV)/bin/pytest -m browser tests/browser $(PYTEST_ARGS)
+
+system-zookeeper:
+	@if [ ! -f $(ZOOKEEPER_JAR) ] || ! command -v java >/dev/null; then \
+	  echo "Installing Debian's zookeeper (and Java with it)..."; \
+	  $(APT_INSTALL) zookeeper; \
+	fi
+
+system-chromium:
+	@if [ ! -x $(CHROMIUM) ]; then \
+	  echo "Installing Debian's chromium for the browser tests..."; \
+	  $(APT_INSTALL) chromium; \
+	fi
+
+$(VENV)/bin/python:
+	@if ! command -v $(PYTHON) >/dev/null; then $(APT_INSTALL) python3 python3-venv; fi
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
+	  || { echo "Kafka Lab needs Python 3.11 or newer; $(PYTHON) is $$($(PYTHON) --version 2>&1)." >&2; exit 1; }
+	@$(PYTHON) -m venv $(VENV) 2>/dev/null \
+	  || { rm -rf $(VENV); $(APT_INSTALL) python3-venv; $(PYTHON) -m venv $(VENV); }
+
+# Re-installed only when pyproject.toml changes.
+$(STAMP): pyproject.toml | $(VENV)/bin/python
+	$(VENV)/bin/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
+	@touch $@
+
+clean:
+	rm -rf $(VENV) var .pytest_cache .mypy_cache .ruff_cache .hypothesis test-artifacts *.egg-info

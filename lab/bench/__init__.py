@@ -1,0 +1,1 @@
+"""Benchmarks: ``python -m lab.bench NAME [--quick]`` runs ``lab.bench.NAME.main(quick)``."""

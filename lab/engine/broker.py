@@ -1,0 +1,1145 @@
+"""A broker: Kafka's ReplicaManager, its ZooKeeper session, and (when elected) the controller.
+
+The broker serves produce and fetch for the partitions it leads, pulls from
+the leaders of those it follows (``fetcher.py``), keeps each leader's ISR
+honest (``partition.py`` decides, the broker writes the state znode), and obeys
+the controller's LeaderAndIsr, UpdateMetadata and StopReplica requests.
+
+Every way in (a message, a timer, a ZooKeeper answer or watch) passes through
+the broker's ``Gate``: held while the broker is paused, closed once it is dead.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+import re
+import shutil
+from collections.abc import Callable, Coroutine, Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from lab.engine import errors
+from lab.engine.config import BrokerConfig, effective_topic_config
+from lab.engine.context import EngineContext
+from lab.engine.errors import KafkaError, NotLeaderOrFollower, RequestTimedOut, UnknownTopicOrPartition
+from lab.engine.gate import Gate, GatedSession
+from lab.engine.ids import BrokerId, TopicPartition
+from lab.engine.metadata import paths
+from lab.engine.metadata.store import (
+    BadVersion,
+    CreateOp,
+    LinkState,
+    MetadataError,
+    NodeExists,
+    NoNode,
+    Op,
+    SessionState,
+    SetDataOp,
+    WatchEvent,
+    WatchKind,
+)
+from lab.engine.network import Endpoint, Envelope
+from lab.engine.partition import IsrChange, Partition
+from lab.engine.protocol import (
+    EARLIEST_TIMESTAMP,
+    LATEST_TIMESTAMP,
+    ControlledShutdownRequest,
+    ControlledShutdownResponse,
+    EpochEndOffset,
+    FetchPartition,
+    FetchPartitionData,
+    FetchRequest,
+    FetchResponse,
+    LeaderAndIsrRequest,
+    LeaderAndIsrResponse,
+    ListOffsetsRequest,
+    ListOffsetsResponse,
+    ListOffsetsResult,
+    MetadataRequest,
+    MetadataResponse,
+    OffsetsForLeaderEpochRequest,
+    OffsetsForLeaderEpochResponse,
+    PartitionMetadata,
+    PartitionStateInfo,
+    ProducePartitionResult,
+    ProduceRequest,
+    ProduceResponse,
+    StopReplicaRequest,
+    StopReplicaResponse,
+    TopicMetadata,
+    UpdateMetadataRequest,
+    UpdateMetadataResponse,
+)
+from lab.engine.scheduler import Scheduler, Timer
+from lab.engine.storage.checkpoints import OffsetCheckpointFile
+from lab.engine.storage.config import LogConfig
+from lab.engine.storage.log import PartitionLog
+from lab.engine.tasks import Pending, SerialQueue, Task
+
+if TYPE_CHECKING:
+    from lab.engine.controller import Controller
+    from lab.engine.fetcher import ReplicaFetcher
+
+T = TypeVar("T")
+_PARTITION_DIR = re.compile(r"^(?P<topic>[a-zA-Z0-9._-]+)-(?P<partition>\d+)$")
+REPLICATION_CHECKPOINT = "replication-offset-checkpoint"
+RECOVERY_CHECKPOINT = "recovery-point-offset-checkpoint"
+
+
+class BrokerState(enum.Enum):
+    STARTING = "starting"  # recovering logs, registering in ZooKeeper
+    RUNNING = "running"
+    PAUSED = "paused"
+    SHUTTING_DOWN = "shutting_down"  # controlled shutdown under way
+    STOPPED = "stopped"  # shut down cleanly
+    DEAD = "dead"  # killed
+
+
+@dataclass(slots=True)
+class BrokerStats:
+    """Counters for the charts; they only grow."""
+
+    produce_requests: int = 0
+    records_in: int = 0
+    bytes_in: int = 0
+    fetch_requests: int = 0
+    records_out_to_consumers: int = 0
+    bytes_out: int = 0
+    isr_shrinks: int = 0
+    isr_expands: int = 0
+
+
+class MetadataCache:
+    """What the controller last told this broker about the cluster (UpdateMetadata)."""
+
+    def __init__(self) -> None:
+        self.controller_id: BrokerId = -1
+        self.controller_epoch = -1
+        self.live_brokers: tuple[BrokerId, ...] = ()
+        self.partitions: dict[TopicPartition, PartitionStateInfo] = {}
+
+    def update(self, req: UpdateMetadataRequest) -> None:
+        self.controller_id = req.controller_id
+        self.controller_epoch = req.controller_epoch
+        self.live_brokers = req.live_brokers
+        for topic in req.deleted_topics:
+            for tp in [tp for tp in self.partitions if tp.topic == topic]:
+                del self.partitions[tp]
+        for info in req.partitions:
+            self.partitions[info.tp] = info
+
+    def topics(self) -> dict[str, list[PartitionStateInfo]]:
+        out: dict[str, list[PartitionStateInfo]] = {}
+        for tp, info in sorted(self.partitions.items()):
+            out.setdefault(tp.topic, []).append(info)
+        return out
+
+    def describe(self, topics: Iterable[str] | None) -> MetadataResponse:
+        known = self.topics()
+        names = sorted(known) if topics is None else list(topics)
+        result: dict[str, TopicMetadata] = {}
+        live = set(self.live_brokers)
+        for name in names:
+            infos = known.get(name)
+            if infos is None:
+                result[name] = TopicMetadata(name=name, error=UnknownTopicOrPartition.name)
+                continue
+            parts = tuple(
+                PartitionMetadata(
+                    partition=i.tp.partition,
+                    leader=i.leader if i.leader in live else -1,
+                    leader_epoch=i.leader_epoch,
+                    replicas=i.replicas,
+                    isr=i.isr,
+                    error=None if i.leader in live else errors.LeaderNotAvailable.name,
+                )
+                for i in infos
+            )
+            result[name] = TopicMetadata(name=name, partitions=parts)
+        return MetadataResponse(brokers=self.live_brokers, controller_id=self.controller_id, topics=result)
+
+
+@dataclass(slots=True, eq=False)
+class DelayedProduce:
+    """An acks=all produce waiting for the ISR to have its records (Kafka's produce purgatory)."""
+
+    request: Envelope
+    results: dict[TopicPartition, ProducePartitionResult]
+    required: dict[TopicPartition, int]  # offset the HW must reach
+    timer: Timer | None = None
+
+
+@dataclass(slots=True, eq=False)
+class DelayedFetch:
+    """A fetch that found nothing new; it waits for data (or the HW) or for max.wait.ms."""
+
+    request: Envelope
+    timer: Timer | None = None
+    done: bool = False
+
+
+@dataclass(slots=True)
+class _Watches:
+    fetches: dict[TopicPartition, list[DelayedFetch]] = field(default_factory=dict)
+    produces: dict[TopicPartition, list[DelayedProduce]] = field(default_factory=dict)
+
+
+class Broker:
+    def __init__(
+        self, ctx: EngineContext, broker_id: BrokerId, *, config: BrokerConfig | None = None
+    ) -> None:
+        self.ctx = ctx
+        self.id = broker_id
+        self.config = config or ctx.config
+        self.log_dir = ctx.data_dir / f"broker-{broker_id}"
+        self.state = BrokerState.STARTING
+        self.gate = Gate()
+        self.endpoint = Endpoint(ctx.network, ctx.scheduler, broker_id, self._handle_request, gate=self.gate)
+        self.session: GatedSession | None = None
+        self._session_registered = False
+        self.broker_epoch = -1
+        self.partitions: dict[TopicPartition, Partition] = {}
+        self.topic_configs: dict[str, dict[str, str]] = {}
+        self.metadata = MetadataCache()
+        self.fetchers: dict[BrokerId, ReplicaFetcher] = {}
+        self.controller: Controller | None = None
+        self.controller_id: BrokerId = -1
+        self.controller_epoch_seen = -1
+        self.stats = BrokerStats()
+        self._watches = _Watches()
+        self._jobs = SerialQueue(self._job_failed)
+        self._link = LinkState.OPEN
+        self._recovered: list[str] = []
+        self.started_ms = ctx.now_ms
+
+    # ------------------------------------------------------------------ helpers
+
+    @property
+    def now_ms(self) -> int:
+        return self.ctx.scheduler.now_ms
+
+    @property
+    def alive(self) -> bool:
+        return self.state not in (BrokerState.DEAD, BrokerState.STOPPED)
+
+    def journal(self, kind: str, text: str, **kw: Any) -> None:
+        self.ctx.journal.record(kind, text, broker=kw.pop("broker", self.id), **kw)
+
+    def later(self, delay_ms: int, fn: Callable[..., Any], *args: Any, label: str = "") -> Timer:
+        """A timer that fires through the gate."""
+        return self.ctx.scheduler.call_later(
+            delay_ms, self.gate, fn, *args, label=label or f"broker {self.id}"
+        )
+
+    def every(self, interval_ms: int, fn: Callable[[], None], label: str) -> None:
+        def tick() -> None:
+            if self.alive:
+                fn()
+                self.later(interval_ms, tick, label=label)
+
+        self.later(interval_ms, tick, label=label)
+
+    def sleep(self, delay_ms: int) -> Pending[None]:
+        done: Pending[None] = Pending()
+        self.later(delay_ms, done.resolve, None, label="backoff")
+        return done
+
+    def call(self, dst: BrokerId, request: Any, *, timeout_ms: int) -> Pending[Any]:
+        """Send a request; the Pending holds the response, or fails with a KafkaError."""
+        out: Pending[Any] = Pending()
+
+        def answered(response: Any) -> None:
+            if isinstance(response, KafkaError):
+                out.fail(response)
+            else:
+                out.resolve(response)
+
+        self.endpoint.request(dst, request, answered, timeout_ms=timeout_ms)
+        return out
+
+    def spawn(self, coro: Coroutine[Any, Any, Any], name: str) -> Task[Any]:
+        """Run a coroutine for this broker; its failure lands in the journal."""
+        task: Task[Any] = Task(coro, name)
+        task.outcome.add_done_callback(lambda p: self._job_done(name, p))
+        task._step(None, None)
+        return task
+
+    def _job_done(self, name: str, outcome: Pending[Any]) -> None:
+        error = outcome.failed_with()
+        if error is not None:
+            self._job_failed(name, error)
+
+    def _job_failed(self, name: str, error: BaseException) -> None:
+        if not self.alive:
+            return
+        if isinstance(error, MetadataError | KafkaError):
+            self.journal("broker_error", f"broker {self.id}: {name} failed: {error}")
+            return
+        raise error  # a bug, not a fault: let it surface
+
+    def topic_config(self, topic: str) -> dict[str, str]:
+        return effective_topic_config(self.topic_configs.get(topic, {}), self.config)
+
+    def log_config(self, topic: str) -> LogConfig:
+        return LogConfig.from_topic_config(self.topic_config(topic))
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self) -> None:
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        meta = self.log_dir / "meta.properties"
+        if not meta.exists():
+            meta.write_text(f"version=0\nbroker.id={self.id}\n")
+        self._load_logs()
+        self._open_session()
+        lag = self.config.int("replica.lag.time.max.ms")
+        self.every(max(1, lag // 2), self._maybe_shrink_isrs, "isr-expiration")
+        self.every(
+            self.config.int("replica.high.watermark.checkpoint.interval.ms"), self.checkpoint, "hw-checkpoint"
+        )
+        self.every(self.config.int("log.retention.check.interval.ms"), self._apply_retention, "log-retention")
+        flush = self.config.int("log.flush.interval.ms")
+        if flush >= 0:
+            self.every(max(1, flush), self.flush_logs, "log-flush")
+
+    def _load_logs(self) -> None:
+        recovery = OffsetCheckpointFile(self.log_dir / RECOVERY_CHECKPOINT).read()
+        hws = OffsetCheckpointFile(self.log_dir / REPLICATION_CHECKPOINT).read()
+        for child in sorted(self.log_dir.iterdir()):
+            match = _PARTITION_DIR.match(child.name)
+            if not child.is_dir() or match is None:
+                continue
+            tp = TopicPartition(match["topic"], int(match["partition"]))
+            key = (tp.topic, tp.partition)
+            log = PartitionLog.open(
+                child,
+                LogConfig.from_topic_config(self.topic_config(tp.topic)),
+                now_ms=self.now_ms,
+                recovery_point=recovery.get(key, 0),
+            )
+            self.partitions[tp] = Partition(tp, self.id, log, high_watermark=hws.get(key, 0))
+            self._recovered.append(f"{tp} LEO {log.log_end_offset}")
+        if self._recovered:
+            self.journal(
+                "log_recovered",
+                f"broker {self.id} opened {len(self._recovered)} logs from disk: {', '.join(self._recovered)}",
+            )
+
+    def _open_session(self) -> None:
+        timeout = self.config.int("zookeeper.session.timeout.ms")
+        box: list[Any] = []
+
+        def on_state(state: SessionState) -> None:
+            self.gate(self._on_session_state, box[0] if box else None, state)
+
+        raw = self.ctx.store.open_session(name=f"broker-{self.id}", timeout_ms=timeout, on_state=on_state)
+        box.append(raw)
+        self.session = GatedSession(raw, self.gate)
+        self._session_registered = False
+        if self._link is not LinkState.OPEN:
+            raw.set_link(self._link)
+
+    def _on_session_state(self, raw: Any, state: SessionState) -> None:
+        if self.session is None or raw is not self.session.raw or not self.alive:
+            return
+        if state is SessionState.CONNECTED:
+            if not self._session_registered:
+                self._session_registered = True
+                self._jobs.put("register", self._register)
+        elif state is SessionState.SUSPENDED:
+            self.journal("zk_disconnected", f"broker {self.id} lost its connection to ZooKeeper")
+        elif state is SessionState.EXPIRED:
+            self.journal(
+                "zk_session_expired",
+                f"broker {self.id}'s ZooKeeper session expired: it re-registers with a new session",
+            )
+            self._resign("its ZooKeeper session expired")
+            self._jobs.clear()  # they talked to the dead session; the new one starts afresh
+            self._open_session()
+
+    async def _register(self) -> None:
+        zk = self._zk()
+        await paths.ensure_paths(zk)
+        registration = paths.encode_broker_registration(
+            paths.BrokerRegistration(
+                broker_id=self.id, host="127.0.0.1", port=9092 + self.id, timestamp_ms=self.now_ms
+            )
+        )
+        waited = False
+        while True:
+            try:
+                await zk.create(paths.broker_path(self.id), registration, ephemeral=True)
+                break
+            except NodeExists:
+                if not waited:
+                    waited = True
+                    self.journal(
+                        "broker_waiting",
+                        f"broker {self.id} waits: /brokers/ids/{self.id} still belongs to its old session, "
+                        "which ZooKeeper has not expired yet",
+                    )
+                # Register the moment ZooKeeper drops the old registration.
+                gone: Pending[WatchEvent] = Pending()
+                if await zk.exists(paths.broker_path(self.id), watch=gone.resolve) is not None:
+                    await gone
+        stat = await zk.exists(paths.broker_path(self.id))
+        self.broker_epoch = stat.czxid if stat is not None else -1
+        if self.state is BrokerState.STARTING:
+            self.state = BrokerState.RUNNING
+        self.journal(
+            "broker_registered",
+            f"broker {self.id} registered at /brokers/ids/{self.id} (broker epoch {self.broker_epoch})",
+        )
+        await self._watch_config_changes()
+        await self._elect()
+
+    def _zk(self) -> GatedSession:
+        assert self.session is not None
+        return self.session
+
+    # ------------------------------------------------------------------ controller election
+
+    async def _elect(self) -> None:
+        zk = self._zk()
+        data = paths.encode_controller(
+            paths.ControllerRegistration(broker_id=self.id, timestamp_ms=self.now_ms)
+        )
+        try:
+            await zk.create(paths.CONTROLLER, data, ephemeral=True)
+        except NodeExists:
+            stat = await zk.exists(paths.CONTROLLER, watch=self._on_controller_watch)
+            if stat is None:
+                self._jobs.put("elect", self._elect)
+                return
+            with contextlib.suppress(NoNode):
+                raw, _ = await zk.get(paths.CONTROLLER)
+                self.controller_id = paths.decode_controller(raw).broker_id
+            return
+        await zk.exists(paths.CONTROLLER, watch=self._on_controller_watch)
+        from lab.engine.controller import Controller
+
+        self.controller_id = self.id
+        self.controller = Controller(self)
+        self.controller.start()
+
+    def _on_controller_watch(self, event: WatchEvent) -> None:
+        if not self.alive:
+            return
+        if event.kind is WatchKind.DELETED:
+            self._resign("/controller was deleted")
+            self._jobs.put("elect", self._elect)
+        else:
+            self._jobs.put("watch-controller", self._rewatch_controller)
+
+    async def _rewatch_controller(self) -> None:
+        zk = self._zk()
+        stat = await zk.exists(paths.CONTROLLER, watch=self._on_controller_watch)
+        if stat is None:
+            self._resign("/controller is gone")
+            await self._elect()
+            return
+        raw, _ = await zk.get(paths.CONTROLLER)
+        self.controller_id = paths.decode_controller(raw).broker_id
+        if self.controller_id != self.id:
+            self._resign(f"broker {self.controller_id} is the controller now")
+
+    def _resign(self, why: str) -> None:
+        if self.controller is not None:
+            self.controller.stop()
+            self.controller = None
+            self.journal("controller_resigned", f"broker {self.id} stops being the controller: {why}")
+
+    # ------------------------------------------------------------------ topic configs
+
+    async def _watch_config_changes(self) -> None:
+        zk = self._zk()
+        try:
+            await zk.get_children(paths.CONFIG_CHANGES, watch=self._on_config_change)
+        except NoNode:
+            return
+
+    def _on_config_change(self, event: WatchEvent) -> None:
+        if self.alive:
+            self._jobs.put("config-change", self._reload_configs)
+
+    async def _reload_configs(self) -> None:
+        await self._watch_config_changes()
+        topics = sorted({tp.topic for tp in self.partitions})
+        await self.load_topic_configs(topics, force=True)
+        for _tp, partition in self.partitions.items():
+            self._apply_topic_config(partition)
+
+    async def load_topic_configs(self, topics: Iterable[str], *, force: bool = False) -> None:
+        wanted = [t for t in topics if force or t not in self.topic_configs]
+        zk = self._zk()
+        reads = [(t, zk.get(paths.topic_config_path(t))) for t in wanted]
+        for topic, pending in reads:
+            try:
+                raw, _ = await pending
+                self.topic_configs[topic] = paths.decode_topic_config(raw)
+            except NoNode:
+                self.topic_configs[topic] = {}
+
+    def _apply_topic_config(self, partition: Partition) -> None:
+        config = self.topic_config(partition.tp.topic)
+        partition.min_insync_replicas = int(config["min.insync.replicas"])
+        partition.log.update_config(LogConfig.from_topic_config(config))
+
+    # ------------------------------------------------------------------ requests
+
+    def _handle_request(self, env: Envelope) -> None:
+        if not self.alive:
+            return
+        body = env.body
+        handler = self._handlers.get(type(body))
+        if handler is None:
+            handler = self._extra_handler(body)
+        if handler is None:
+            self.journal("broker_error", f"broker {self.id} got an unknown request {type(body).__name__}")
+            return
+        handler(self, env)
+
+    def _extra_handler(self, body: Any) -> Callable[[Broker, Envelope], None] | None:
+        """Requests served by parts beyond replication (the group coordinator, later)."""
+        return None
+
+    # Produce.
+
+    def _on_produce(self, env: Envelope) -> None:
+        req: ProduceRequest = env.body
+        self.stats.produce_requests += 1
+        now = self.now_ms
+        results: dict[TopicPartition, ProducePartitionResult] = {}
+        required: dict[TopicPartition, int] = {}
+        for tp, batches in req.partitions.items():
+            partition = self.partitions.get(tp)
+            if partition is None or not partition.is_leader:
+                error: KafkaError = (
+                    UnknownTopicOrPartition(f"{tp} does not exist")
+                    if tp not in self.metadata.partitions and partition is None
+                    else NotLeaderOrFollower(f"broker {self.id} is not the leader of {tp}")
+                )
+                results[tp] = ProducePartitionResult(error=error.name, message=error.message)
+                continue
+            try:
+                info = partition.append_records_to_leader(batches, acks=req.acks, now_ms=now)
+            except KafkaError as exc:
+                results[tp] = ProducePartitionResult(error=exc.name, message=exc.message)
+                continue
+            self.stats.records_in += info.record_count
+            self.stats.bytes_in += len(batches)
+            results[tp] = ProducePartitionResult(
+                base_offset=info.first_offset, log_start_offset=partition.log_start_offset
+            )
+            if req.acks == -1:
+                required[tp] = info.last_offset + 1
+            self._data_appended(tp)
+        if req.acks == 0:
+            return
+        if not required:
+            self.endpoint.respond(env, ProduceResponse(partitions=results))
+            return
+        delayed = DelayedProduce(env, results, required)
+        if self._try_complete_produce(delayed):
+            return
+        delayed.timer = self.later(req.timeout_ms, self._expire_produce, delayed, label="produce timeout")
+        for tp in required:
+            self._watches.produces.setdefault(tp, []).append(delayed)
+
+    def _try_complete_produce(self, delayed: DelayedProduce) -> bool:
+        for tp, offset in list(delayed.required.items()):
+            partition = self.partitions.get(tp)
+            error: KafkaError | None
+            if partition is None:
+                done, error = True, NotLeaderOrFollower(f"broker {self.id} no longer hosts {tp}")
+            else:
+                done, error = partition.check_enough_replicas_reached(offset)
+            if not done:
+                return False
+            if error is not None:
+                delayed.results[tp] = ProducePartitionResult(error=error.name, message=error.message)
+            del delayed.required[tp]
+        self._finish_produce(delayed)
+        return True
+
+    def _finish_produce(self, delayed: DelayedProduce) -> None:
+        Scheduler.cancel(delayed.timer)
+        for tp in list(self._watches.produces):
+            waiting = self._watches.produces[tp]
+            if delayed in waiting:
+                waiting.remove(delayed)
+                if not waiting:
+                    del self._watches.produces[tp]
+        self.endpoint.respond(delayed.request, ProduceResponse(partitions=delayed.results))
+
+    def _expire_produce(self, delayed: DelayedProduce) -> None:
+        if not delayed.required:
+            return
+        for tp in delayed.required:
+            partition = self.partitions.get(tp)
+            isr = list(partition.isr) if partition is not None else []
+            err = RequestTimedOut(f"{tp}: the ISR {isr} did not have the records within request.timeout.ms")
+            delayed.results[tp] = ProducePartitionResult(error=err.name, message=err.message)
+        delayed.required.clear()
+        self._finish_produce(delayed)
+
+    def _check_produces(self, tp: TopicPartition) -> None:
+        for delayed in list(self._watches.produces.get(tp, ())):
+            self._try_complete_produce(delayed)
+
+    # Fetch.
+
+    def _on_fetch(self, env: Envelope) -> None:
+        req: FetchRequest = env.body
+        self.stats.fetch_requests += 1
+        now = self.now_ms
+        follower = req.replica_id >= 0
+        if follower:
+            for tp, fp in req.partitions.items():
+                partition = self.partitions.get(tp)
+                if partition is None or not partition.is_leader:
+                    continue
+                try:
+                    partition.check_leader_epoch(fp.current_leader_epoch)
+                    partition.update_follower_fetch_state(
+                        req.replica_id,
+                        fetch_offset=fp.fetch_offset,
+                        log_start_offset=fp.log_start_offset,
+                        now_ms=now,
+                    )
+                except KafkaError:
+                    continue  # answered in the read below
+                change = partition.maybe_expand_isr(req.replica_id)
+                if change is not None:
+                    self.spawn(self._write_isr(change), f"ISR change of {tp}")
+                if partition.maybe_increment_high_watermark():
+                    self._high_watermark_moved(tp)
+        response, has_data = self._read_fetch(req)
+        if has_data or req.max_wait_ms <= 0:
+            self._send_fetch_response(env, response)
+            return
+        delayed = DelayedFetch(env)
+        delayed.timer = self.later(req.max_wait_ms, self._expire_fetch, delayed, label="fetch wait")
+        for tp in req.partitions:
+            self._watches.fetches.setdefault(tp, []).append(delayed)
+
+    def _read_fetch(self, req: FetchRequest) -> tuple[FetchResponse, bool]:
+        follower = req.replica_id >= 0
+        out: dict[TopicPartition, FetchPartitionData] = {}
+        has_data = False
+        for tp, fp in req.partitions.items():
+            data = self._read_partition(tp, fp, follower=follower)
+            out[tp] = data
+            if data.records or data.error is not None:
+                has_data = True
+        return FetchResponse(partitions=out), has_data
+
+    def _read_partition(
+        self, tp: TopicPartition, fp: FetchPartition, *, follower: bool
+    ) -> FetchPartitionData:
+        partition = self.partitions.get(tp)
+        if partition is None or not partition.is_leader:
+            err: KafkaError = NotLeaderOrFollower(f"broker {self.id} is not the leader of {tp}")
+            if partition is None and tp not in self.metadata.partitions:
+                err = UnknownTopicOrPartition(f"{tp} does not exist on broker {self.id}")
+            return FetchPartitionData(error=err.name, message=err.message)
+        log = partition.log
+        try:
+            partition.check_leader_epoch(fp.current_leader_epoch)
+            if fp.fetch_offset > log.log_end_offset or fp.fetch_offset < log.log_start_offset:
+                raise errors.OffsetOutOfRange(
+                    f"{tp}: offset {fp.fetch_offset} is outside [{log.log_start_offset}, {log.log_end_offset})"
+                )
+            limit = None if follower else partition.high_watermark
+            if limit is not None and fp.fetch_offset >= limit:
+                records = b""
+                count = 0
+            else:
+                fetched = log.read(fp.fetch_offset, fp.max_bytes, max_offset=limit)
+                records = bytes(fetched.records)
+                count = max(0, fetched.next_offset - fp.fetch_offset)
+        except KafkaError as exc:
+            return FetchPartitionData(
+                error=exc.name,
+                message=exc.message,
+                high_watermark=partition.high_watermark,
+                log_start_offset=log.log_start_offset,
+                log_end_offset=log.log_end_offset,
+            )
+        if not follower:
+            self.stats.records_out_to_consumers += count
+        self.stats.bytes_out += len(records)
+        return FetchPartitionData(
+            high_watermark=partition.high_watermark,
+            log_start_offset=log.log_start_offset,
+            log_end_offset=log.log_end_offset,
+            records=records,
+            record_count=count,
+        )
+
+    def _send_fetch_response(self, env: Envelope, response: FetchResponse) -> None:
+        self.endpoint.respond(env, response)
+
+    def _complete_fetch(self, delayed: DelayedFetch) -> None:
+        if delayed.done:
+            return
+        delayed.done = True
+        Scheduler.cancel(delayed.timer)
+        req: FetchRequest = delayed.request.body
+        for tp in req.partitions:
+            waiting = self._watches.fetches.get(tp)
+            if waiting and delayed in waiting:
+                waiting.remove(delayed)
+                if not waiting:
+                    del self._watches.fetches[tp]
+        response, _ = self._read_fetch(req)
+        self._send_fetch_response(delayed.request, response)
+
+    def _expire_fetch(self, delayed: DelayedFetch) -> None:
+        self._complete_fetch(delayed)
+
+    def _data_appended(self, tp: TopicPartition) -> None:
+        """New records at the leader: wake followers waiting for them."""
+        for delayed in list(self._watches.fetches.get(tp, ())):
+            if delayed.request.body.replica_id >= 0:
+                self._complete_fetch(delayed)
+        partition = self.partitions.get(tp)
+        if partition is not None and partition.maybe_increment_high_watermark():
+            self._high_watermark_moved(tp)
+
+    def _high_watermark_moved(self, tp: TopicPartition) -> None:
+        self._check_produces(tp)
+        for delayed in list(self._watches.fetches.get(tp, ())):
+            if delayed.request.body.replica_id < 0:
+                self._complete_fetch(delayed)
+
+    def _partition_changed(self, tp: TopicPartition) -> None:
+        """Leadership moved: every waiting request on ``tp`` answers now."""
+        self._check_produces(tp)
+        for delayed in list(self._watches.fetches.get(tp, ())):
+            self._complete_fetch(delayed)
+
+    # OffsetsForLeaderEpoch and ListOffsets.
+
+    def _on_offsets_for_leader_epoch(self, env: Envelope) -> None:
+        req: OffsetsForLeaderEpochRequest = env.body
+        out: dict[TopicPartition, EpochEndOffset] = {}
+        for tp, (current, asked) in req.partitions.items():
+            partition = self.partitions.get(tp)
+            if partition is None or not partition.is_leader:
+                err = NotLeaderOrFollower(f"broker {self.id} is not the leader of {tp}")
+                out[tp] = EpochEndOffset(error=err.name, message=err.message)
+                continue
+            try:
+                partition.check_leader_epoch(current)
+            except KafkaError as exc:
+                out[tp] = EpochEndOffset(error=exc.name, message=exc.message)
+                continue
+            epoch, end = partition.log.leader_epoch_cache.end_offset_for(asked, partition.log_end_offset)
+            out[tp] = EpochEndOffset(leader_epoch=epoch, end_offset=end)
+        self.endpoint.respond(env, OffsetsForLeaderEpochResponse(partitions=out))
+
+    def _on_list_offsets(self, env: Envelope) -> None:
+        req: ListOffsetsRequest = env.body
+        out: dict[TopicPartition, ListOffsetsResult] = {}
+        for tp, timestamp in req.partitions.items():
+            partition = self.partitions.get(tp)
+            if partition is None or not partition.is_leader:
+                err = NotLeaderOrFollower(f"broker {self.id} is not the leader of {tp}")
+                out[tp] = ListOffsetsResult(error=err.name, message=err.message)
+                continue
+            if timestamp == EARLIEST_TIMESTAMP:
+                offset: int | None = partition.log_start_offset
+            elif timestamp == LATEST_TIMESTAMP:
+                offset = partition.high_watermark
+            else:
+                offset = partition.log.offset_for_timestamp(timestamp)
+                if offset is not None and offset >= partition.high_watermark:
+                    offset = None
+            out[tp] = ListOffsetsResult(offset=-1 if offset is None else offset)
+        self.endpoint.respond(env, ListOffsetsResponse(partitions=out))
+
+    def _on_metadata(self, env: Envelope) -> None:
+        req: MetadataRequest = env.body
+        self.endpoint.respond(env, self.metadata.describe(req.topics))
+
+    # ------------------------------------------------------------------ controller requests
+
+    def _on_leader_and_isr(self, env: Envelope) -> None:
+        self._jobs.put("LeaderAndIsr", lambda: self._become_leader_or_follower(env))
+
+    def _stale_controller(self, epoch: int) -> bool:
+        if epoch < self.controller_epoch_seen:
+            return True
+        self.controller_epoch_seen = epoch
+        return False
+
+    async def _become_leader_or_follower(self, env: Envelope) -> None:
+        req: LeaderAndIsrRequest = env.body
+        if self._stale_controller(req.controller_epoch):
+            self.endpoint.respond(env, LeaderAndIsrResponse(error="STALE_CONTROLLER_EPOCH"))
+            return
+        mine = [info for info in req.partitions if self.id in info.replicas]
+        await self.load_topic_configs({info.tp.topic for info in mine})
+        results: dict[TopicPartition, str | None] = {}
+        for info in mine:
+            partition = self.partitions.get(info.tp)
+            if partition is None:
+                partition = self._create_partition(info.tp)
+            elif info.leader_epoch <= partition.leader_epoch:
+                results[info.tp] = "STALE_LEADER_EPOCH"  # already applied, or older than what we have
+                continue
+            self._apply_topic_config(partition)
+            if info.leader == self.id:
+                self._make_leader(partition, info)
+            else:
+                self._make_follower(partition, info)
+            results[info.tp] = None
+        self.endpoint.respond(env, LeaderAndIsrResponse(partitions=results))
+
+    def _create_partition(self, tp: TopicPartition) -> Partition:
+        log = PartitionLog.open(
+            self.log_dir / f"{tp.topic}-{tp.partition}", self.log_config(tp.topic), now_ms=self.now_ms
+        )
+        partition = Partition(tp, self.id, log)
+        self.partitions[tp] = partition
+        return partition
+
+    def _make_leader(self, partition: Partition, info: PartitionStateInfo) -> None:
+        self._stop_fetching(partition.tp)
+        before = partition.leader_epoch
+        if partition.make_leader(info, now_ms=self.now_ms):
+            self.journal(
+                "became_leader",
+                f"broker {self.id} leads {partition.tp} at leader epoch {info.leader_epoch} "
+                f"(was {before}; LEO {partition.log_end_offset}, HW {partition.high_watermark}, isr {list(info.isr)})",
+                topic=partition.tp.topic,
+                partition=partition.tp.partition,
+                leader_epoch=info.leader_epoch,
+            )
+        self._partition_changed(partition.tp)
+
+    def _make_follower(self, partition: Partition, info: PartitionStateInfo) -> None:
+        tp = partition.tp
+        changed = partition.make_follower(info)
+        self._partition_changed(tp)
+        if not changed:
+            return
+        self._stop_fetching(tp)
+        if info.leader < 0:
+            return
+        use_epochs = self.config.bool("lab.leader.epochs")
+        if not use_epochs:
+            # Before KIP-101 a new follower cut its log back to its own high watermark.
+            self.truncate(
+                partition,
+                partition.high_watermark,
+                f"becoming a follower of broker {info.leader} (pre-KIP-101: truncate to own HW)",
+            )
+        self._fetcher(info.leader).add(tp, leader_epoch=info.leader_epoch, truncate=use_epochs)
+
+    def truncate(self, partition: Partition, offset: int, why: str) -> None:
+        before = partition.log_end_offset
+        dropped = partition.truncate_to(offset)
+        if dropped:
+            self.journal(
+                "truncated",
+                f"broker {self.id} truncated {partition.tp} from LEO {before} to {partition.log_end_offset}: "
+                f"offsets {partition.log_end_offset}..{before - 1} dropped ({why})",
+                topic=partition.tp.topic,
+                partition=partition.tp.partition,
+                from_offset=partition.log_end_offset,
+                to_offset=before,
+            )
+
+    def _fetcher(self, leader: BrokerId) -> ReplicaFetcher:
+        fetcher = self.fetchers.get(leader)
+        if fetcher is None:
+            from lab.engine.fetcher import ReplicaFetcher
+
+            fetcher = ReplicaFetcher(self, leader)
+            self.fetchers[leader] = fetcher
+        return fetcher
+
+    def _stop_fetching(self, tp: TopicPartition) -> None:
+        for fetcher in self.fetchers.values():
+            fetcher.remove(tp)
+
+    def _on_update_metadata(self, env: Envelope) -> None:
+        req: UpdateMetadataRequest = env.body
+        if self._stale_controller(req.controller_epoch):
+            self.endpoint.respond(env, UpdateMetadataResponse(error="STALE_CONTROLLER_EPOCH"))
+            return
+        self.metadata.update(req)
+        self.controller_id = req.controller_id
+        self.endpoint.respond(env, UpdateMetadataResponse())
+
+    def _on_stop_replica(self, env: Envelope) -> None:
+        req: StopReplicaRequest = env.body
+        if self._stale_controller(req.controller_epoch):
+            self.endpoint.respond(env, StopReplicaResponse(error="STALE_CONTROLLER_EPOCH"))
+            return
+        for tp, delete in req.partitions.items():
+            self.stop_replica(tp, delete=delete)
+        self.endpoint.respond(env, StopReplicaResponse())
+
+    def stop_replica(self, tp: TopicPartition, *, delete: bool) -> None:
+        self._stop_fetching(tp)
+        partition = self.partitions.get(tp)
+        if partition is None:
+            return
+        partition.leader = -1
+        self._partition_changed(tp)
+        if delete:
+            del self.partitions[tp]
+            partition.log.delete()
+            self.journal(
+                "log_deleted",
+                f"broker {self.id} deleted its replica of {tp}",
+                topic=tp.topic,
+                partition=tp.partition,
+            )
+
+    def _on_controlled_shutdown(self, env: Envelope) -> None:
+        req: ControlledShutdownRequest = env.body
+        if self.controller is None:
+            self.endpoint.respond(
+                env, ControlledShutdownResponse(error="NOT_CONTROLLER", message="not the controller")
+            )
+            return
+        self.controller.controlled_shutdown(req.broker_id, lambda r: self.endpoint.respond(env, r))
+
+    # ------------------------------------------------------------------ the ISR, written to ZooKeeper
+
+    def _maybe_shrink_isrs(self) -> None:
+        lag = self.config.int("replica.lag.time.max.ms")
+        for partition in list(self.partitions.values()):
+            change = partition.maybe_shrink_isr(now_ms=self.now_ms, max_lag_ms=lag)
+            if change is not None:
+                self.spawn(self._write_isr(change), f"ISR change of {partition.tp}")
+
+    async def _write_isr(self, change: IsrChange) -> None:
+        tp = change.tp
+        state = paths.PartitionState(
+            leader=change.leader,
+            leader_epoch=change.leader_epoch,
+            isr=change.new_isr,
+            controller_epoch=change.controller_epoch,
+        )
+        ops: list[Op] = [
+            SetDataOp(
+                path=paths.partition_state_path(tp.topic, tp.partition),
+                data=paths.encode_partition_state(state),
+                version=change.zk_version,
+            ),
+            CreateOp(
+                path=paths.ISR_CHANGE_PREFIX,
+                data=paths.encode_isr_change([(tp.topic, tp.partition)]),
+                sequential=True,
+            ),
+        ]
+        shrink = len(change.new_isr) < len(change.old_isr)
+        verb = "shrinks" if shrink else "expands"
+        try:
+            results = await self._zk().multi(ops)
+        except MetadataError as exc:
+            partition = self.partitions.get(tp)
+            if partition is not None:
+                partition.complete_isr_change(change, zk_version=None)
+            why = (
+                "the state znode changed under it (the controller moved on): it waits for the controller"
+                if isinstance(exc, BadVersion)
+                else f"it cannot reach ZooKeeper ({exc.code})"
+            )
+            self.journal(
+                "isr_update_failed",
+                f"broker {self.id} could not write the ISR of {tp} {list(change.old_isr)} -> {list(change.new_isr)}: {why}",
+                topic=tp.topic,
+                partition=tp.partition,
+            )
+            return
+        partition = self.partitions.get(tp)
+        stat = results[0]
+        if partition is None or not hasattr(stat, "version"):
+            return
+        if partition.complete_isr_change(change, zk_version=stat.version):  # type: ignore[union-attr]
+            if shrink:
+                self.stats.isr_shrinks += 1
+            else:
+                self.stats.isr_expands += 1
+            self.journal(
+                "isr_shrink" if shrink else "isr_expand",
+                f"broker {self.id} {verb} the ISR of {tp}: {list(change.old_isr)} -> {list(change.new_isr)} ({change.reason})",
+                topic=tp.topic,
+                partition=tp.partition,
+                isr=list(change.new_isr),
+            )
+            if partition.maybe_increment_high_watermark():
+                self._high_watermark_moved(tp)
+            self._check_produces(tp)
+
+    # ------------------------------------------------------------------ housekeeping
+
+    def checkpoint(self) -> None:
+        """Write every partition's HW and recovery point, in Kafka's checkpoint files."""
+        if not self.alive:
+            return
+        hws = {(tp.topic, tp.partition): p.high_watermark for tp, p in self.partitions.items()}
+        points = {(tp.topic, tp.partition): p.log.recovery_point for tp, p in self.partitions.items()}
+        OffsetCheckpointFile(self.log_dir / REPLICATION_CHECKPOINT).write(hws)
+        OffsetCheckpointFile(self.log_dir / RECOVERY_CHECKPOINT).write(points)
+
+    def flush_logs(self) -> None:
+        for partition in self.partitions.values():
+            partition.log.flush()
+
+    def _apply_retention(self) -> None:
+        now = self.now_ms
+        for tp, partition in list(self.partitions.items()):
+            log = partition.log
+            before = log.log_start_offset
+            deleted = 0
+            if log.config.delete:
+                deleted = log.delete_old_segments(now, high_watermark=partition.high_watermark)
+            if deleted:
+                self.journal(
+                    "retention",
+                    f"broker {self.id} deleted {deleted} old segment(s) of {tp}: log start offset {before} -> "
+                    f"{log.log_start_offset} (retention.ms={log.config.retention_ms}, "
+                    f"retention.bytes={log.config.retention_bytes})",
+                    topic=tp.topic,
+                    partition=tp.partition,
+                )
+            if log.config.compact:
+                stats = log.compact(now, high_watermark=partition.high_watermark)
+                if stats.records_removed:
+                    self.journal(
+                        "compaction",
+                        f"broker {self.id} compacted {tp}: {stats.records_removed} superseded record(s) removed, "
+                        f"{stats.records_retained} kept",
+                        topic=tp.topic,
+                        partition=tp.partition,
+                    )
+
+    # ------------------------------------------------------------------ faults, driven by the cluster
+
+    def kill(self, *, lose_unflushed: bool = False) -> None:
+        """A hard stop: no goodbye to ZooKeeper, files cut back if the page cache is lost."""
+        if not self.alive:
+            return
+        self.state = BrokerState.DEAD
+        self._halt()
+        if self.session is not None:
+            self.session.abandon()
+        for partition in self.partitions.values():
+            partition.log.crash(lose_unflushed=lose_unflushed)
+
+    def _halt(self) -> None:
+        self.gate.close()
+        self._jobs.clear()
+        self.endpoint.close()
+        if self.controller is not None:
+            self.controller.stop()
+            self.controller = None
+        for fetcher in self.fetchers.values():
+            fetcher.stop()
+        self.fetchers.clear()
+
+    def pause(self) -> None:
+        if self.state in (BrokerState.RUNNING, BrokerState.STARTING):
+            self._state_before_pause = self.state
+            self.state = BrokerState.PAUSED
+            self.gate.hold()
+            if self.session is not None:
+                self.session.set_link(LinkState.HELD)
+
+    def resume(self) -> None:
+        if self.state is BrokerState.PAUSED:
+            self.state = getattr(self, "_state_before_pause", BrokerState.RUNNING)
+            if self.session is not None:
+                self.session.set_link(self._link)
+            self.gate.release()
+
+    def set_zookeeper_link(self, link: LinkState) -> None:
+        """Isolation from ZooKeeper (CUT) or its healing (OPEN)."""
+        self._link = link
+        if self.session is not None and self.state is not BrokerState.PAUSED:
+            self.session.set_link(link)
+
+    async def controlled_shutdown(self) -> None:
+        """Ask the controller to move leadership away, then stop cleanly."""
+        if not self.alive:
+            return
+        self.state = BrokerState.SHUTTING_DOWN
+        self.journal("controlled_shutdown", f"broker {self.id} begins a controlled shutdown")
+        if self.config.bool("controlled.shutdown.enable"):
+            for attempt in range(3):
+                controller = self.controller_id if self.controller is None else self.id
+                if controller < 0:
+                    await self.sleep(500)
+                    continue
+                try:
+                    reply: ControlledShutdownResponse = await self.call(
+                        controller,
+                        ControlledShutdownRequest(broker_id=self.id, broker_epoch=self.broker_epoch),
+                        timeout_ms=5000,
+                    )
+                except KafkaError as exc:
+                    self.journal(
+                        "controlled_shutdown",
+                        f"broker {self.id}: controlled shutdown attempt {attempt + 1} failed: {exc}",
+                    )
+                    await self.sleep(500)
+                    continue
+                if reply.error is None and not reply.remaining:
+                    break
+                self.journal(
+                    "controlled_shutdown",
+                    f"broker {self.id} still leads {', '.join(map(str, reply.remaining)) or 'partitions'}; retrying",
+                )
+                await self.sleep(500)
+        self.stop()
+
+    def stop(self) -> None:
+        """A clean stop: logs flushed and checkpointed, the session closed (its ephemerals go now)."""
+        if not self.alive:
+            return
+        self.checkpoint()
+        self.flush_logs()
+        for partition in self.partitions.values():
+            partition.log.close()
+        self.state = BrokerState.STOPPED
+        self._halt()
+        if self.session is not None:
+            self.session.close()
+        self.journal("broker_stopped", f"broker {self.id} stopped cleanly")
+
+    def delete_data(self) -> None:
+        shutil.rmtree(self.log_dir, ignore_errors=True)
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "state": self.state.value,
+            "broker_epoch": self.broker_epoch,
+            "session": None if self.session is None else self.session.state.value,
+            "link": self._link.value,
+            "backlog": self.gate.backlog,
+            "jobs": self._jobs.waiting,
+        }
+
+    _handlers: dict[type, Callable[[Broker, Envelope], None]] = {}
+
+
+Broker._handlers = {
+    ProduceRequest: Broker._on_produce,
+    FetchRequest: Broker._on_fetch,
+    OffsetsForLeaderEpochRequest: Broker._on_offsets_for_leader_epoch,
+    ListOffsetsRequest: Broker._on_list_offsets,
+    MetadataRequest: Broker._on_metadata,
+    LeaderAndIsrRequest: Broker._on_leader_and_isr,
+    UpdateMetadataRequest: Broker._on_update_metadata,
+    StopReplicaRequest: Broker._on_stop_replica,
+    ControlledShutdownRequest: Broker._on_controlled_shutdown,
+}

@@ -1,0 +1,918 @@
+"""Producer and Consumer: Kafka's clients, as engine actors on the virtual clock.
+
+They talk to brokers only through the network, with the protocol's requests,
+and know the cluster only through metadata they ask a broker for, so they are
+wrong in the ways real clients are wrong (a stale leader, a lost ack, a retry
+that writes twice).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from lab.engine import errors
+from lab.engine.errors import (
+    IllegalArgument,
+    IllegalState,
+    KafkaError,
+    KafkaTimeout,
+    NoOffsetForPartition,
+    UnknownTopicOrPartition,
+)
+from lab.engine.events import Journal
+from lab.engine.ids import BrokerId, TopicPartition
+from lab.engine.network import Endpoint, Envelope, Network
+from lab.engine.partitioner import partition_for_key
+from lab.engine.protocol import (
+    EARLIEST_TIMESTAMP,
+    LATEST_TIMESTAMP,
+    FetchPartition,
+    FetchRequest,
+    FetchResponse,
+    ListOffsetsRequest,
+    ListOffsetsResponse,
+    MetadataRequest,
+    MetadataResponse,
+    PartitionMetadata,
+    ProduceRequest,
+    ProduceResponse,
+)
+from lab.engine.records import BatchBuilder, Compression, iter_records
+from lab.engine.scheduler import Scheduler, Timer
+from lab.engine.tasks import Pending
+
+# ---------------------------------------------------------------------------- shared
+
+
+class ClientHost(Protocol):
+    """What a client needs from the cluster it runs in."""
+
+    @property
+    def scheduler(self) -> Scheduler: ...
+
+    @property
+    def network(self) -> Network: ...
+
+    @property
+    def journal(self) -> Journal: ...
+
+    @property
+    def ledger(self) -> Ledger: ...
+
+    def bootstrap_brokers(self) -> list[BrokerId]: ...
+
+    def run_until_true(self, predicate: Callable[[], bool], timeout_ms: int) -> bool: ...
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RecordMetadata:
+    topic: str
+    partition: int
+    offset: int  # -1 with acks=0: nobody told the producer
+    timestamp: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConsumerRecord:
+    topic: str
+    partition: int
+    offset: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[tuple[str, bytes | None], ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AckedRecord:
+    producer: str
+    tp: TopicPartition
+    offset: int
+    key: bytes | None
+    value: bytes | None
+    acks: int
+    time_ms: int
+
+
+class Ledger:
+    """Every write a producer was told succeeded: what the log must still hold, unless Kafka would lose it."""
+
+    def __init__(self) -> None:
+        self.acked: dict[TopicPartition, dict[int, AckedRecord]] = {}
+        self.highest_acks_all: dict[TopicPartition, int] = {}
+        self.count = 0
+
+    def record(self, rec: AckedRecord) -> None:
+        self.acked.setdefault(rec.tp, {})[rec.offset] = rec
+        self.count += 1
+        if rec.acks == -1 and rec.offset > self.highest_acks_all.get(rec.tp, -1):
+            self.highest_acks_all[rec.tp] = rec.offset
+
+    def of(self, tp: TopicPartition) -> dict[int, AckedRecord]:
+        return self.acked.get(tp, {})
+
+
+def _bytes(value: bytes | str | None) -> bytes | None:
+    if value is None or isinstance(value, bytes):
+        return value
+    return str(value).encode()
+
+
+RECONNECT_BACKOFF_MS = 50  # Kafka's reconnect.backoff.ms
+
+
+class _Metadata:
+    """A client's view of the cluster: refreshed from any broker that answers."""
+
+    def __init__(self, client: _Client) -> None:
+        self._client = client
+        self.topics: dict[str, tuple[PartitionMetadata, ...]] = {}
+        self.unknown: set[str] = set()
+        self.wanted: set[str] = set()
+        self._in_flight = False
+        self._stale = True
+        self._next_ms = 0
+        self._failed_until: dict[BrokerId, int] = {}
+        self.waiters: list[Callable[[], None]] = []
+
+    def leader(self, tp: TopicPartition) -> BrokerId | None:
+        for pm in self.topics.get(tp.topic, ()):
+            if pm.partition == tp.partition:
+                return pm.leader if pm.leader >= 0 else None
+        return None
+
+    def partition_count(self, topic: str) -> int | None:
+        parts = self.topics.get(topic)
+        return len(parts) if parts else None
+
+    def need(self, topics: Iterable[str] = ()) -> None:
+        """Mark stale and ask again (soon, with backoff)."""
+        self.wanted |= set(topics)
+        self._stale = True
+        self._maybe_request()
+
+    def _maybe_request(self) -> None:
+        client = self._client
+        if self._in_flight or not self._stale or client.closed:
+            return
+        now = client.scheduler.now_ms
+        if now < self._next_ms:
+            client.scheduler.call_at(self._next_ms, self._maybe_request, label=f"{client.client_id} metadata")
+            return
+        # Like Kafka's leastLoadedNode: any broker whose connection did not just fail.
+        brokers = [b for b in client.host.bootstrap_brokers() if self._failed_until.get(b, 0) <= now]
+        if not brokers:
+            retry_at = min(self._failed_until.values(), default=now + client.retry_backoff_ms)
+            client.scheduler.call_at(retry_at, self._maybe_request, label=f"{client.client_id} metadata")
+            return
+        broker = brokers[client.scheduler.rng.randrange(len(brokers))]
+        self._in_flight = True
+        client.endpoint.request(
+            broker,
+            MetadataRequest(topics=tuple(sorted(self.wanted)) or None),
+            lambda response: self._on_response(broker, response),
+            timeout_ms=client.request_timeout_ms,
+        )
+
+    def _on_response(self, broker: BrokerId, response: Any) -> None:
+        self._in_flight = False
+        client = self._client
+        if isinstance(response, KafkaError) or not isinstance(response, MetadataResponse):
+            self._failed_until[broker] = client.scheduler.now_ms + RECONNECT_BACKOFF_MS
+            self._maybe_request()
+            return
+        self._next_ms = client.scheduler.now_ms + client.retry_backoff_ms
+        self._stale = False
+        for name, topic in response.topics.items():
+            if topic.error == UnknownTopicOrPartition.name:
+                self.unknown.add(name)
+                self.topics.pop(name, None)
+            else:
+                self.unknown.discard(name)
+                self.topics[name] = topic.partitions
+                if any(p.leader < 0 for p in topic.partitions):
+                    self._stale = True  # a partition without a leader: look again after the backoff
+        waiters, self.waiters = self.waiters, []
+        for waiter in waiters:
+            waiter()
+        if self._stale:
+            self._maybe_request()
+
+
+class _Client:
+    """Plumbing shared by producers and consumers: identity, endpoint, metadata."""
+
+    def __init__(
+        self, host: ClientHost, client_id: str, *, request_timeout_ms: int, retry_backoff_ms: int
+    ) -> None:
+        self.host = host
+        self.client_id = client_id
+        self.scheduler = host.scheduler
+        self.request_timeout_ms = request_timeout_ms
+        self.retry_backoff_ms = retry_backoff_ms
+        self.closed = False
+        self.endpoint = Endpoint(host.network, host.scheduler, client_id, self._no_requests)
+        self.metadata = _Metadata(self)
+
+    def _no_requests(self, env: Envelope) -> None:
+        """Clients serve nothing."""
+
+    def _close_endpoint(self) -> None:
+        self.closed = True
+        self.endpoint.close()
+
+
+def _config(given: Mapping[str, object], defaults: Mapping[str, str], what: str) -> dict[str, str]:
+    unknown = sorted(set(given) - set(defaults))
+    if unknown:
+        raise IllegalArgument(
+            f"unknown {what} config {', '.join(unknown)}; known: {', '.join(sorted(defaults))}"
+        )
+    merged = dict(defaults)
+    merged.update({k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in given.items()})
+    return merged
+
+
+def _int(config: Mapping[str, str], key: str, minimum: int = 0) -> int:
+    try:
+        value = int(config[key])
+    except ValueError:
+        raise IllegalArgument(f"{key} must be a number, not {config[key]!r}") from None
+    if value < minimum:
+        raise IllegalArgument(f"{key} must be at least {minimum}, not {value}")
+    return value
+
+
+# ---------------------------------------------------------------------------- producer
+
+PRODUCER_DEFAULTS: Mapping[str, str] = {
+    "acks": "all",
+    "batch.size": "16384",
+    "linger.ms": "0",
+    "retries": "2147483647",
+    "retry.backoff.ms": "100",
+    "delivery.timeout.ms": "120000",
+    "request.timeout.ms": "30000",
+    "max.in.flight.requests.per.connection": "5",
+    "max.block.ms": "60000",
+    "compression.type": "none",
+    "enable.idempotence": "false",
+}
+
+
+@dataclass(slots=True, eq=False)
+class _ProducerBatch:
+    tp: TopicPartition
+    builder: BatchBuilder
+    created_ms: int
+    futures: list[Pending[RecordMetadata]] = field(default_factory=list)
+    records: list[tuple[bytes | None, bytes | None, int]] = field(default_factory=list)
+    data: bytes | None = None
+    attempts: int = 0
+    retry_at_ms: int = 0
+    full: bool = False
+
+    @property
+    def record_count(self) -> int:
+        return len(self.futures)
+
+
+class Producer(_Client):
+    """``send`` returns a future (a ``Pending``) that resolves to RecordMetadata or a Kafka error."""
+
+    def __init__(self, host: ClientHost, client_id: str, config: Mapping[str, object] | None = None) -> None:
+        cfg = _config(config or {}, PRODUCER_DEFAULTS, "producer")
+        acks = cfg["acks"]
+        if acks not in ("0", "1", "all", "-1"):
+            raise IllegalArgument(f"acks must be 0, 1 or all, not {acks!r}")
+        super().__init__(
+            host,
+            client_id,
+            request_timeout_ms=_int(cfg, "request.timeout.ms", 1),
+            retry_backoff_ms=_int(cfg, "retry.backoff.ms"),
+        )
+        self.config = cfg
+        self.acks = -1 if acks in ("all", "-1") else int(acks)
+        self.batch_size = _int(cfg, "batch.size", 1)
+        self.linger_ms = _int(cfg, "linger.ms")
+        self.retries = _int(cfg, "retries")
+        self.delivery_timeout_ms = _int(cfg, "delivery.timeout.ms", 1)
+        self.max_in_flight = _int(cfg, "max.in.flight.requests.per.connection", 1)
+        self.max_block_ms = _int(cfg, "max.block.ms")
+        compression = cfg["compression.type"]
+        if compression not in ("none", "gzip"):
+            raise IllegalArgument(f"compression.type {compression!r} is not supported here (none, gzip)")
+        self.compression = Compression.GZIP if compression == "gzip" else Compression.NONE
+        if cfg["enable.idempotence"] != "false":
+            raise IllegalArgument(
+                "enable.idempotence=true is not modelled yet: the lab's producers are not idempotent"
+            )
+        self._queues: dict[TopicPartition, deque[_ProducerBatch]] = {}
+        self._waiting: list[
+            tuple[str, bytes | None, bytes | None, int | None, int, Pending[RecordMetadata], int]
+        ] = []
+        self._in_flight: dict[BrokerId, int] = {}
+        self._sticky: dict[str, int] = {}
+        self._wakeup: Timer | None = None
+        self._flushing = False
+        self.sent = 0
+        self.acked = 0
+        self.failed = 0
+        self.retried = 0
+        self._unacknowledged_by_design = 0  # acks=0: answered at once, never acknowledged
+
+    # API
+
+    def send(
+        self,
+        topic: str,
+        value: bytes | str | None = None,
+        *,
+        key: bytes | str | None = None,
+        partition: int | None = None,
+        timestamp: int | None = None,
+    ) -> Pending[RecordMetadata]:
+        if self.closed:
+            raise IllegalState(f"producer {self.client_id} is closed")
+        future: Pending[RecordMetadata] = Pending()
+        ts = self.scheduler.now_ms if timestamp is None else timestamp
+        self.sent += 1
+        item = (topic, _bytes(key), _bytes(value), partition, ts, future, self.scheduler.now_ms)
+        if not self._place(item):
+            self._waiting.append(item)
+            self.metadata.waiters.append(self._place_waiting)
+            self.metadata.need([topic])
+            self.scheduler.call_later(
+                self.max_block_ms, self._expire_waiting, label=f"{self.client_id} max.block.ms"
+            )
+        return future
+
+    def flush(self, timeout_ms: int = 120_000) -> bool:
+        """Send everything now and drive the clock until every send has an answer."""
+        self._flushing = True
+        self._kick(0)
+        try:
+            return self.host.run_until_true(lambda: self.unanswered == 0, timeout_ms)
+        finally:
+            self._flushing = False
+
+    def close(self) -> None:
+        if not self.closed:
+            self._close_endpoint()
+            Scheduler.cancel(self._wakeup)
+
+    @property
+    def unanswered(self) -> int:
+        """Records sent that have neither succeeded nor failed yet."""
+        return self.sent - self.acked - self.failed - self._unacknowledged_by_design
+
+    # Placing records in batches.
+
+    def _place(
+        self, item: tuple[str, bytes | None, bytes | None, int | None, int, Pending[RecordMetadata], int]
+    ) -> bool:
+        topic, key, value, partition, ts, future, _ = item
+        count = self.metadata.partition_count(topic)
+        if count is None:
+            if topic in self.metadata.unknown and not self.metadata.waiters:
+                pass
+            return False
+        if partition is not None:
+            if not 0 <= partition < count:
+                future.fail(
+                    UnknownTopicOrPartition(
+                        f"{topic} has {count} partitions; there is no partition {partition}"
+                    )
+                )
+                self.failed += 1
+                return True
+            chosen = partition
+        elif key is not None:
+            chosen = partition_for_key(key, count)
+        else:
+            chosen = self._sticky.get(topic, -1)
+            if chosen < 0 or chosen >= count:
+                chosen = self.scheduler.rng.randrange(count)
+                self._sticky[topic] = chosen
+        tp = TopicPartition(topic, chosen)
+        queue = self._queues.setdefault(tp, deque())
+        batch = queue[-1] if queue and queue[-1].data is None and not queue[-1].full else None
+        if batch is None or not batch.builder.append(key, value, timestamp_ms=ts):
+            if batch is not None:
+                batch.full = True
+                if key is None and partition is None:
+                    # Sticky partitioner: a full batch moves unkeyed records to another partition.
+                    self._sticky.pop(topic, None)
+                    return self._place(item)
+            batch = _ProducerBatch(
+                tp,
+                BatchBuilder(batch_size=self.batch_size, compression=self.compression),
+                created_ms=self.scheduler.now_ms,
+            )
+            batch.builder.append(key, value, timestamp_ms=ts)
+            queue.append(batch)
+        batch.futures.append(future)
+        batch.records.append((key, value, ts))
+        if self.acks == 0:
+            future.resolve(RecordMetadata(topic=topic, partition=chosen, offset=-1, timestamp=ts))
+            self._unacknowledged_by_design += 1
+        self._kick(0 if batch.full or len(queue) > 1 else self.linger_ms)
+        return True
+
+    def _place_waiting(self) -> None:
+        waiting, self._waiting = self._waiting, []
+        for item in waiting:
+            if item[5].done():
+                continue
+            if not self._place(item):
+                self._waiting.append(item)
+        if self._waiting:
+            self.metadata.waiters.append(self._place_waiting)
+            self.metadata.need(item[0] for item in self._waiting)
+
+    def _expire_waiting(self) -> None:
+        now = self.scheduler.now_ms
+        keep = []
+        for item in self._waiting:
+            topic, *_, future, sent_ms = item
+            if now - sent_ms >= self.max_block_ms and not future.done():
+                why = "does not exist" if topic in self.metadata.unknown else "has no metadata yet"
+                future.fail(
+                    KafkaTimeout(
+                        f"topic {topic!r} {why}: not present in metadata after {self.max_block_ms} ms"
+                    )
+                )
+                self.failed += 1
+            elif not future.done():
+                keep.append(item)
+        self._waiting = keep
+
+    # Sending.
+
+    def _kick(self, delay_ms: int) -> None:
+        at = self.scheduler.now_ms + delay_ms
+        if self._wakeup is not None and not self._wakeup.cancelled and self._wakeup.time_ms <= at:
+            return
+        Scheduler.cancel(self._wakeup)
+        self._wakeup = self.scheduler.call_at(at, self._run, label=f"{self.client_id} sender")
+
+    def _run(self) -> None:
+        self._wakeup = None
+        if self.closed:
+            return
+        now = self.scheduler.now_ms
+        by_leader: dict[BrokerId, dict[TopicPartition, _ProducerBatch]] = {}
+        next_ms: int | None = None
+        need_metadata: set[str] = set()
+        for tp, queue in self._queues.items():
+            if not queue:
+                continue
+            batch = queue[0]
+            self._expire_batches(tp, queue, now)
+            if not queue:
+                continue
+            batch = queue[0]
+            ready_at = max(
+                batch.retry_at_ms,
+                batch.created_ms + (0 if batch.full or len(queue) > 1 or self._flushing else self.linger_ms),
+            )
+            if ready_at > now:
+                next_ms = ready_at if next_ms is None else min(next_ms, ready_at)
+                continue
+            leader = self.metadata.leader(tp)
+            if leader is None:
+                need_metadata.add(tp.topic)
+                continue
+            if (
+                self._in_flight.get(leader, 0) + len(by_leader.get(leader, ())) >= self.max_in_flight
+                and leader not in by_leader
+            ):
+                continue
+            by_leader.setdefault(leader, {})[tp] = batch
+        for leader, batches in by_leader.items():
+            self._send_request(leader, batches)
+        if need_metadata:
+            self.metadata.waiters.append(lambda: self._kick(0))
+            self.metadata.need(need_metadata)
+        if next_ms is not None:
+            self._kick(next_ms - now)
+
+    def _expire_batches(self, tp: TopicPartition, queue: deque[_ProducerBatch], now: int) -> None:
+        while queue and now - queue[0].created_ms >= self.delivery_timeout_ms:
+            batch = queue.popleft()
+            self._fail(
+                batch,
+                KafkaTimeout(
+                    f"expiring {batch.record_count} record(s) for {tp}: {self.delivery_timeout_ms} ms "
+                    "(delivery.timeout.ms) has passed since batch creation"
+                ),
+            )
+
+    def _send_request(self, leader: BrokerId, batches: dict[TopicPartition, _ProducerBatch]) -> None:
+        for tp, batch in batches.items():
+            self._queues[tp].popleft()
+            if batch.data is None:
+                batch.data = batch.builder.build()
+                if self._sticky.get(tp.topic) == tp.partition:
+                    self._sticky.pop(tp.topic, None)  # sticky: the next batch may go elsewhere
+            batch.attempts += 1
+        request = ProduceRequest(
+            acks=self.acks,
+            timeout_ms=self.request_timeout_ms,
+            partitions={tp: b.data for tp, b in batches.items() if b.data is not None},
+            records=sum(b.record_count for b in batches.values()),
+        )
+        if self.acks == 0:
+            self.endpoint.send_oneway(leader, request)
+            self._kick(0)
+            return
+        self._in_flight[leader] = self._in_flight.get(leader, 0) + 1
+        self.endpoint.request(
+            leader,
+            request,
+            lambda r: self._on_response(leader, batches, r),
+            timeout_ms=self.request_timeout_ms,
+        )
+
+    def _on_response(
+        self, leader: BrokerId, batches: dict[TopicPartition, _ProducerBatch], response: Any
+    ) -> None:
+        self._in_flight[leader] = max(0, self._in_flight.get(leader, 0) - 1)
+        now = self.scheduler.now_ms
+        for tp, batch in batches.items():
+            if isinstance(response, KafkaError):
+                error: KafkaError | None = response
+                base = -1
+            else:
+                assert isinstance(response, ProduceResponse)
+                result = response.partitions.get(tp)
+                if result is None:
+                    error, base = errors.InvalidRequest(f"no answer for {tp}"), -1
+                elif result.error is not None:
+                    error, base = errors.from_wire(result.error, result.message), -1
+                else:
+                    error, base = None, result.base_offset
+            if error is None:
+                self._complete(batch, base)
+            elif (
+                error.retriable
+                and batch.attempts <= self.retries
+                and now - batch.created_ms < self.delivery_timeout_ms
+            ):
+                self._retry(batch, error)
+            else:
+                self._fail(batch, error)
+        self._kick(0)
+
+    def _complete(self, batch: _ProducerBatch, base_offset: int) -> None:
+        tp = batch.tp
+        now = self.scheduler.now_ms
+        for i, (future, (key, value, ts)) in enumerate(zip(batch.futures, batch.records, strict=True)):
+            offset = base_offset + i
+            if not future.done():
+                future.resolve(
+                    RecordMetadata(topic=tp.topic, partition=tp.partition, offset=offset, timestamp=ts)
+                )
+            self.host.ledger.record(
+                AckedRecord(
+                    producer=self.client_id,
+                    tp=tp,
+                    offset=offset,
+                    key=key,
+                    value=value,
+                    acks=self.acks,
+                    time_ms=now,
+                )
+            )
+        self.acked += batch.record_count
+
+    def _retry(self, batch: _ProducerBatch, error: KafkaError) -> None:
+        self.retried += batch.record_count
+        batch.retry_at_ms = self.scheduler.now_ms + self.retry_backoff_ms
+        self._queues.setdefault(batch.tp, deque()).appendleft(batch)
+        if batch.attempts == 1:
+            self.host.journal.record(
+                "produce_retry",
+                f"{self.client_id}: {batch.record_count} record(s) to {batch.tp} failed with {error.name}; "
+                f"retrying after retry.backoff.ms={self.retry_backoff_ms}",
+                topic=batch.tp.topic,
+                partition=batch.tp.partition,
+            )
+        if error.name in (
+            "NOT_LEADER_OR_FOLLOWER",
+            "UNKNOWN_TOPIC_OR_PARTITION",
+            "NETWORK_EXCEPTION",
+            "LEADER_NOT_AVAILABLE",
+            "REQUEST_TIMED_OUT",
+        ):
+            self.metadata.need([batch.tp.topic])
+
+    def _fail(self, batch: _ProducerBatch, error: KafkaError) -> None:
+        for future in batch.futures:
+            if not future.done():
+                future.fail(error)
+        if self.acks != 0:
+            self.failed += batch.record_count
+        self.host.journal.record(
+            "produce_failed",
+            f"{self.client_id}: {batch.record_count} record(s) to {batch.tp} failed: {error}",
+            topic=batch.tp.topic,
+            partition=batch.tp.partition,
+        )
+
+
+# ---------------------------------------------------------------------------- consumer
+
+CONSUMER_DEFAULTS: Mapping[str, str] = {
+    "group.id": "",
+    "auto.offset.reset": "latest",
+    "enable.auto.commit": "true",
+    "auto.commit.interval.ms": "5000",
+    "fetch.max.wait.ms": "500",
+    "fetch.min.bytes": "1",
+    "max.partition.fetch.bytes": "1048576",
+    "max.poll.records": "500",
+    "request.timeout.ms": "30000",
+    "retry.backoff.ms": "100",
+    "session.timeout.ms": "45000",
+    "heartbeat.interval.ms": "3000",
+    "max.poll.interval.ms": "300000",
+    "partition.assignment.strategy": "range,cooperative-sticky",
+    "group.instance.id": "",
+}
+
+
+class Consumer(_Client):
+    """Reads below the HW; owns its position; can rewind. Group membership lives in ``groups.py``."""
+
+    def __init__(self, host: ClientHost, client_id: str, config: Mapping[str, object] | None = None) -> None:
+        cfg = _config(config or {}, CONSUMER_DEFAULTS, "consumer")
+        if cfg["auto.offset.reset"] not in ("earliest", "latest", "none"):
+            raise IllegalArgument(
+                f"auto.offset.reset must be earliest, latest or none, not {cfg['auto.offset.reset']!r}"
+            )
+        super().__init__(
+            host,
+            client_id,
+            request_timeout_ms=_int(cfg, "request.timeout.ms", 1),
+            retry_backoff_ms=_int(cfg, "retry.backoff.ms"),
+        )
+        self.config = cfg
+        self.max_wait_ms = _int(cfg, "fetch.max.wait.ms")
+        self.max_partition_bytes = _int(cfg, "max.partition.fetch.bytes", 1)
+        self.max_poll_records = _int(cfg, "max.poll.records", 1)
+        self._assigned: list[TopicPartition] = []
+        self._positions: dict[TopicPartition, int] = {}
+        self._resetting: set[TopicPartition] = set()
+        self._buffer: deque[ConsumerRecord] = deque()
+        self._fetching: set[BrokerId] = set()
+        self._backoff_until: dict[TopicPartition, int] = {}
+        self._wakeup: Timer | None = None
+        self._errors: list[KafkaError] = []
+        self.consumed = 0
+        self.on_records: Callable[[], None] | None = None  # simulated consumers hear of new records
+
+    # API
+
+    def assign(self, partitions: Sequence[tuple[str, int]] | Sequence[TopicPartition]) -> None:
+        tps = [p if isinstance(p, TopicPartition) else TopicPartition(p[0], int(p[1])) for p in partitions]
+        self._set_assignment(tps)
+
+    def _set_assignment(self, tps: Sequence[TopicPartition]) -> None:
+        keep = set(tps)
+        self._assigned = sorted(keep)
+        self._positions = {tp: pos for tp, pos in self._positions.items() if tp in keep}
+        self._resetting &= keep
+        self._buffer = deque(r for r in self._buffer if TopicPartition(r.topic, r.partition) in keep)
+        self.metadata.need({tp.topic for tp in tps})
+        self._kick(0)
+
+    def assignment(self) -> list[TopicPartition]:
+        return list(self._assigned)
+
+    def position(self, topic: str, partition: int) -> int | None:
+        tp = TopicPartition(topic, partition)
+        self._check_assigned(tp)
+        return self._positions.get(tp)
+
+    def seek(self, topic: str, partition: int, offset: int) -> None:
+        tp = TopicPartition(topic, partition)
+        self._check_assigned(tp)
+        if offset < 0:
+            raise IllegalArgument(f"seek offset must be >= 0, not {offset}")
+        self._positions[tp] = offset
+        self._resetting.discard(tp)
+        self._drop_buffered(tp)
+        self._kick(0)
+
+    def seek_to_beginning(self, topic: str, partition: int) -> None:
+        self._reset(TopicPartition(topic, partition), EARLIEST_TIMESTAMP)
+
+    def seek_to_end(self, topic: str, partition: int) -> None:
+        self._reset(TopicPartition(topic, partition), LATEST_TIMESTAMP)
+
+    def poll(self, timeout_ms: int = 1000) -> list[ConsumerRecord]:
+        """Records fetched so far; waits (driving the clock) up to ``timeout_ms`` when there are none."""
+        if self.closed:
+            raise IllegalState(f"consumer {self.client_id} is closed")
+        if not self._buffer and not self._errors and timeout_ms > 0:
+            self.host.run_until_true(lambda: bool(self._buffer) or bool(self._errors), timeout_ms)
+        return self.take()
+
+    def take(self, max_records: int | None = None) -> list[ConsumerRecord]:
+        """Records fetched so far, without waiting (what a simulated consumer calls)."""
+        if self._errors:
+            raise self._errors.pop(0)
+        limit = self.max_poll_records if max_records is None else max_records
+        out: list[ConsumerRecord] = []
+        while self._buffer and len(out) < limit:
+            out.append(self._buffer.popleft())
+        self.consumed += len(out)
+        if out:
+            self._kick(0)
+        return out
+
+    def close(self) -> None:
+        if not self.closed:
+            self._close_endpoint()
+            Scheduler.cancel(self._wakeup)
+
+    # Positions.
+
+    def _check_assigned(self, tp: TopicPartition) -> None:
+        if tp not in self._assigned:
+            raise IllegalState(
+                f"{tp} is not assigned to {self.client_id} (assigned: {', '.join(map(str, self._assigned)) or 'none'})"
+            )
+
+    def _drop_buffered(self, tp: TopicPartition) -> None:
+        self._buffer = deque(r for r in self._buffer if (r.topic, r.partition) != (tp.topic, tp.partition))
+
+    def _reset(self, tp: TopicPartition, timestamp: int) -> None:
+        self._check_assigned(tp)
+        self._positions.pop(tp, None)
+        self._drop_buffered(tp)
+        self._list_offset(tp, timestamp)
+
+    def _initial_position(self, tp: TopicPartition) -> None:
+        """Where to start with no position: the committed offset (groups), else auto.offset.reset."""
+        policy = self.config["auto.offset.reset"]
+        if policy == "none":
+            self._errors.append(
+                NoOffsetForPartition(f"no committed offset for {tp} and auto.offset.reset=none")
+            )
+            self._resetting.add(tp)
+            return
+        self._list_offset(tp, EARLIEST_TIMESTAMP if policy == "earliest" else LATEST_TIMESTAMP)
+
+    def _list_offset(self, tp: TopicPartition, timestamp: int) -> None:
+        leader = self.metadata.leader(tp)
+        self._resetting.add(tp)
+        if leader is None:
+            self.metadata.waiters.append(lambda: self._retry_list(tp, timestamp))
+            self.metadata.need([tp.topic])
+            return
+        self.endpoint.request(
+            leader,
+            ListOffsetsRequest(partitions={tp: timestamp}),
+            lambda r: self._on_list_offsets(tp, timestamp, r),
+            timeout_ms=self.request_timeout_ms,
+        )
+
+    def _retry_list(self, tp: TopicPartition, timestamp: int) -> None:
+        if tp in self._assigned and tp not in self._positions:
+            self._list_offset(tp, timestamp)
+
+    def _on_list_offsets(self, tp: TopicPartition, timestamp: int, response: Any) -> None:
+        if self.closed or tp not in self._assigned:
+            return
+        result = response.partitions.get(tp) if isinstance(response, ListOffsetsResponse) else None
+        if result is None or result.error is not None:
+            self.metadata.need([tp.topic])
+            self.scheduler.call_later(self.retry_backoff_ms, self._retry_list, tp, timestamp)
+            return
+        self._resetting.discard(tp)
+        self._positions[tp] = result.offset
+        self._kick(0)
+
+    # Fetching.
+
+    def _kick(self, delay_ms: int) -> None:
+        if self.closed:
+            return
+        at = self.scheduler.now_ms + delay_ms
+        if self._wakeup is not None and not self._wakeup.cancelled and self._wakeup.time_ms <= at:
+            return
+        Scheduler.cancel(self._wakeup)
+        self._wakeup = self.scheduler.call_at(at, self._run, label=f"{self.client_id} fetcher")
+
+    def _run(self) -> None:
+        self._wakeup = None
+        if self.closed:
+            return
+        by_leader: dict[BrokerId, dict[TopicPartition, FetchPartition]] = {}
+        missing: set[str] = set()
+        buffered = {(r.topic, r.partition) for r in self._buffer}
+        now = self.scheduler.now_ms
+        for tp in self._assigned:
+            if tp in self._resetting:
+                continue
+            if self._backoff_until.get(tp, 0) > now:
+                self._kick(self._backoff_until[tp] - now)
+                continue
+            position = self._positions.get(tp)
+            if position is None:
+                self._before_first_fetch(tp)
+                continue
+            if (tp.topic, tp.partition) in buffered and len(self._buffer) >= self.max_poll_records:
+                continue
+            leader = self.metadata.leader(tp)
+            if leader is None:
+                missing.add(tp.topic)
+                continue
+            if leader in self._fetching:
+                continue
+            by_leader.setdefault(leader, {})[tp] = FetchPartition(
+                fetch_offset=position, max_bytes=self.max_partition_bytes
+            )
+        for leader, parts in by_leader.items():
+            self._fetching.add(leader)
+            request = FetchRequest(replica_id=-1, max_wait_ms=self.max_wait_ms, min_bytes=1, partitions=parts)
+            self.endpoint.request(
+                leader,
+                request,
+                self._fetch_answered(leader, parts),
+                timeout_ms=self.request_timeout_ms + self.max_wait_ms,
+            )
+        if missing:
+            self.metadata.waiters.append(lambda: self._kick(0))
+            self.metadata.need(missing)
+
+    def _fetch_answered(
+        self, leader: BrokerId, asked: dict[TopicPartition, FetchPartition]
+    ) -> Callable[[Any], None]:
+        return lambda response: self._on_fetch(leader, asked, response)
+
+    def _before_first_fetch(self, tp: TopicPartition) -> None:
+        self._initial_position(tp)
+
+    def _on_fetch(self, leader: BrokerId, asked: dict[TopicPartition, FetchPartition], response: Any) -> None:
+        self._fetching.discard(leader)
+        if self.closed:
+            return
+        if isinstance(response, KafkaError) or not isinstance(response, FetchResponse):
+            self.metadata.need({tp.topic for tp in asked})
+            self._kick(self.retry_backoff_ms)
+            return
+        got = False
+        for tp, data in response.partitions.items():
+            position = self._positions.get(tp)
+            if position is None or position != asked[tp].fetch_offset:
+                continue  # sought elsewhere meanwhile
+            if data.error is not None:
+                self._on_partition_error(tp, data.error, data.message, data.log_start_offset)
+                continue
+            for record in iter_records(data.records):
+                if record.offset < position:
+                    continue
+                self._buffer.append(
+                    ConsumerRecord(
+                        topic=tp.topic,
+                        partition=tp.partition,
+                        offset=record.offset,
+                        timestamp=record.timestamp,
+                        key=record.key,
+                        value=record.value,
+                        headers=record.headers,
+                    )
+                )
+                position = record.offset + 1
+                got = True
+            self._positions[tp] = position
+        if got and self.on_records is not None:
+            self.on_records()
+        self._kick(0)
+
+    def _on_partition_error(self, tp: TopicPartition, error: str, message: str, log_start: int) -> None:
+        if error == "OFFSET_OUT_OF_RANGE":
+            policy = self.config["auto.offset.reset"]
+            if policy == "none":
+                self._errors.append(errors.OffsetOutOfRange(message))
+                self._resetting.add(tp)
+                return
+            self.host.journal.record(
+                "offset_reset",
+                f"{self.client_id}: position {self._positions.get(tp)} of {tp} is out of range ({message}); "
+                f"auto.offset.reset={policy}",
+                topic=tp.topic,
+                partition=tp.partition,
+            )
+            self._positions.pop(tp, None)
+            self._list_offset(tp, EARLIEST_TIMESTAMP if policy == "earliest" else LATEST_TIMESTAMP)
+            return
+        # NOT_LEADER and the like: ask for metadata, and leave this partition alone for a moment.
+        self.metadata.need([tp.topic])
+        self._backoff_until[tp] = self.scheduler.now_ms + self.retry_backoff_ms

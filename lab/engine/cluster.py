@@ -1,0 +1,751 @@
+"""The facade: one call for each thing a script, a scenario, a test or the web does to a cluster.
+
+``Cluster.create`` builds brokers over a metadata store (memory, in virtual
+time; or a real ZooKeeper) and a network, all driven by one scheduler.
+Admin calls (create a topic, reassign, elect) write ZooKeeper as Kafka's
+admin tools do in ZooKeeper mode, after checking the request, so a bad one
+gets Kafka's error and changes nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import shutil
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from lab.engine import errors
+from lab.engine.broker import Broker, BrokerState
+from lab.engine.clients import Consumer, Ledger, Producer
+from lab.engine.config import TOPIC_KEYS, BrokerConfig, validate_topic_config
+from lab.engine.context import EngineContext
+from lab.engine.errors import (
+    IllegalArgument,
+    IllegalState,
+    InvalidPartitions,
+    InvalidReplicaAssignment,
+    InvalidReplicationFactor,
+    InvalidTopic,
+    KafkaTimeout,
+    TopicAlreadyExists,
+    UnknownTopicOrPartition,
+)
+from lab.engine.events import Event, Journal
+from lab.engine.ids import BrokerId, TopicPartition
+from lab.engine.metadata import paths
+from lab.engine.metadata.memory import MemoryStore
+from lab.engine.metadata.store import (
+    CreateOp,
+    LinkState,
+    MetadataStore,
+    NodeExists,
+    NoNode,
+    Session,
+    SessionState,
+)
+from lab.engine.network import Network
+from lab.engine.scheduler import Scheduler
+from lab.engine.storage.config import LogConfig
+from lab.engine.tasks import Pending
+
+LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
+MAX_TOPIC_LENGTH = 249
+Isolation = Literal["zookeeper", "brokers"]
+
+
+def validate_topic_name(name: str) -> None:
+    """Kafka's Topic.validate: the same rules, the same words."""
+    if not name:
+        raise InvalidTopic("Topic name is illegal, it can't be empty")
+    if name in (".", ".."):
+        raise InvalidTopic('Topic name cannot be "." or ".."')
+    if len(name) > MAX_TOPIC_LENGTH:
+        raise InvalidTopic(
+            f"Topic name is illegal, it can't be longer than {MAX_TOPIC_LENGTH} characters, topic name: {name}"
+        )
+    if not LEGAL_TOPIC.match(name):
+        raise InvalidTopic(
+            f"Topic name \"{name}\" is illegal, it contains a character other than ASCII alphanumerics, '.', '_' and '-'"
+        )
+
+
+def place_replicas(
+    brokers: Sequence[BrokerId], partitions: int, replication_factor: int, *, start: int = 0
+) -> dict[int, tuple[BrokerId, ...]]:
+    """The lab's placement rule: sort the n brokers; replica j of partition i goes to broker (i + j) % n."""
+    ordered = sorted(brokers)
+    n = len(ordered)
+    return {
+        i: tuple(ordered[(i + j) % n] for j in range(replication_factor))
+        for i in range(start, start + partitions)
+    }
+
+
+class Cluster:
+    def __init__(
+        self,
+        *,
+        scheduler: Scheduler,
+        store: MetadataStore,
+        network: Network,
+        config: BrokerConfig,
+        data_dir: Path,
+        broker_ids: Sequence[BrokerId],
+        owns_data_dir: bool,
+        name: str,
+    ) -> None:
+        self.name = name
+        self.scheduler = scheduler
+        self.store = store
+        self.network = network
+        self.config = config
+        self.data_dir = data_dir
+        self._owns_data_dir = owns_data_dir
+        self.journal = Journal(scheduler)
+        self.ledger = Ledger()
+        self.ctx = EngineContext(
+            scheduler=scheduler,
+            network=network,
+            store=store,
+            journal=self.journal,
+            config=config,
+            data_dir=data_dir,
+        )
+        self.brokers: dict[BrokerId, Broker] = {}
+        self.broker_ids = list(broker_ids)
+        self.isolation: dict[BrokerId, set[str]] = {}
+        self.slow: dict[BrokerId, int] = {}
+        self.clients: dict[str, Producer | Consumer] = {}
+        self._client_seq = 0
+        self.after_step: list[Callable[[], None]] = []
+        self.snapshot_hooks: list[Callable[[dict[str, Any]], None]] = []
+        self._admin: Session | None = None
+        self._closed = False
+        from lab.engine.invariants import LossWatcher
+
+        self.loss_watcher = LossWatcher(self)
+
+    # ------------------------------------------------------------------ creation
+
+    @classmethod
+    def create(
+        cls,
+        brokers: int = 3,
+        *,
+        seed: int = 0,
+        config: Mapping[str, object] | None = None,
+        zookeeper: str | None = None,
+        data_dir: str | Path | None = None,
+        name: str = "lab",
+        chroot: str | None = None,
+        store: MetadataStore | None = None,
+        wait: bool = True,
+    ) -> Cluster:
+        if not 1 <= brokers <= 12:
+            raise IllegalArgument(f"a lab cluster has 1 to 12 brokers, not {brokers}")
+        broker_config = BrokerConfig.of(config)
+        scheduler = Scheduler(seed)
+        if store is None:
+            if zookeeper:
+                from lab.engine.metadata.zookeeper import ZooKeeperStore
+
+                store = ZooKeeperStore(zookeeper, chroot=chroot or f"/kafka-lab/{name}")
+            else:
+                store = MemoryStore(scheduler, latency_ms=broker_config.int("lab.zookeeper.latency.ms"))
+        owns = data_dir is None
+        path = Path(tempfile.mkdtemp(prefix="kafka-lab-")) if data_dir is None else Path(data_dir)
+        path.mkdir(parents=True, exist_ok=True)
+        network = Network(scheduler, latency_ms=broker_config.int("lab.network.latency.ms"))
+        cluster = cls(
+            scheduler=scheduler,
+            store=store,
+            network=network,
+            config=broker_config,
+            data_dir=path,
+            broker_ids=range(1, brokers + 1),
+            owns_data_dir=owns,
+            name=name,
+        )
+        for broker_id in cluster.broker_ids:
+            cluster._start_broker(broker_id)
+        if wait:
+            cluster.wait_for(cluster._is_settled, 30_000, "the brokers to register and elect a controller")
+        return cluster
+
+    def _start_broker(self, broker_id: BrokerId) -> Broker:
+        broker = Broker(self.ctx, broker_id)
+        self.brokers[broker_id] = broker
+        broker.start()
+        if "zookeeper" in self.isolation.get(broker_id, set()):
+            broker.set_zookeeper_link(LinkState.CUT)
+        return broker
+
+    def _is_settled(self) -> bool:
+        running = [b for b in self.brokers.values() if b.alive]
+        return all(b.state is BrokerState.RUNNING for b in running) and self.controller_id() is not None
+
+    # ------------------------------------------------------------------ the clock
+
+    @property
+    def now_ms(self) -> int:
+        return self.scheduler.now_ms
+
+    def run_until(self, time_ms: int, *, pace: bool = True) -> None:
+        """Advance to virtual ``time_ms``, running every event due. On ZooKeeper this takes real time."""
+        self._check_open()
+        realtime = pace and self.store.realtime
+        if realtime:
+            self.store.begin_pacing(self.now_ms)
+        while True:
+            self.store.drain()
+            nxt = self.scheduler.next_time()
+            target = time_ms if nxt is None else min(time_ms, nxt)
+            if realtime and target > self.now_ms:
+                reached = self.store.pace(target)
+                self.scheduler.advance_to(reached)
+                if reached < target:
+                    continue  # something arrived from ZooKeeper: take it first
+            if nxt is not None and nxt <= time_ms:
+                self.scheduler.step()
+                self._stepped()
+            else:
+                break
+        self.scheduler.advance_to(time_ms)
+
+    def run_for(self, ms: int, *, pace: bool = True) -> None:
+        self.run_until(self.now_ms + ms, pace=pace)
+
+    def step(self) -> bool:
+        """Run the next event (after taking what ZooKeeper sent). False when nothing is scheduled."""
+        self._check_open()
+        self.store.drain()
+        ran = self.scheduler.step()
+        if ran:
+            self._stepped()
+        return ran
+
+    def _stepped(self) -> None:
+        self.loss_watcher.check()
+        for hook in self.after_step:
+            hook()
+
+    def wait_for(self, predicate: Callable[[], bool], timeout_ms: int, what: str = "the condition") -> None:
+        """Drive the clock until ``predicate`` holds; KafkaTimeout after ``timeout_ms``."""
+        if not self.run_until_true(predicate, timeout_ms):
+            raise KafkaTimeout(f"timed out after {timeout_ms} ms waiting for {what}")
+
+    def run_until_true(self, predicate: Callable[[], bool], timeout_ms: int) -> bool:
+        deadline = self.now_ms + timeout_ms
+        realtime = self.store.realtime
+        if realtime:
+            self.store.begin_pacing(self.now_ms)
+        while not predicate():
+            self.store.drain()
+            if predicate():
+                return True
+            nxt = self.scheduler.next_time()
+            if realtime:
+                target = deadline if nxt is None else min(deadline, nxt)
+                if target > self.now_ms:
+                    reached = self.store.pace(target)
+                    self.scheduler.advance_to(reached)
+                    if reached < target:
+                        continue
+            if nxt is None or nxt > deadline:
+                self.scheduler.advance_to(deadline)
+                return predicate()
+            self.scheduler.step()
+            self._stepped()
+        return True
+
+    def wait(self, pending: Pending[Any], timeout_ms: int = 30_000, what: str = "an answer") -> Any:
+        self.wait_for(pending.done, timeout_ms, what)
+        return pending.result()
+
+    # ------------------------------------------------------------------ who is who
+
+    def controller_id(self) -> BrokerId | None:
+        for broker in self.brokers.values():
+            if broker.alive and broker.controller is not None and broker.state is not BrokerState.PAUSED:
+                return broker.id
+        return None
+
+    def controller(self) -> Any:
+        cid = self.controller_id()
+        return None if cid is None else self.brokers[cid].controller
+
+    def bootstrap_brokers(self) -> list[BrokerId]:
+        """Brokers a client may ask for metadata (it cannot tell which ones are down)."""
+        return list(self.broker_ids)
+
+    def broker(self, broker_id: BrokerId) -> Broker:
+        if broker_id not in self.brokers:
+            raise IllegalArgument(
+                f"there is no broker {broker_id} (brokers: {', '.join(map(str, self.broker_ids))})"
+            )
+        return self.brokers[broker_id]
+
+    def leader_of(self, topic: str, partition: int) -> BrokerId | None:
+        """The broker that leads the partition now: the leader ZooKeeper names, once it has taken the lead.
+
+        An older leader that has not heard it was replaced (paused, cut off) is a zombie, not the
+        leader; a new leader that has not yet received its LeaderAndIsr does not lead yet either.
+        """
+        tp = TopicPartition(topic, partition)
+        ctx = self.ctx.controller_context
+        state = None if ctx is None else ctx.states.get(tp)
+        if state is None or state.leader < 0:
+            return None
+        broker = self.brokers.get(state.leader)
+        if broker is None or not broker.alive:
+            return None
+        p = broker.partitions.get(tp)
+        if p is None or not p.is_leader or p.leader_epoch != state.leader_epoch:
+            return None
+        return broker.id
+
+    def partition_state(self, topic: str, partition: int) -> dict[str, Any]:
+        from lab.engine.snapshot import partition_view
+
+        return partition_view(self, TopicPartition(topic, partition))
+
+    # ------------------------------------------------------------------ admin
+
+    def _admin_session(self) -> Session:
+        if self._admin is None or self._admin.state in (SessionState.EXPIRED, SessionState.CLOSED):
+            self._admin = self.store.open_session(name="admin", timeout_ms=30_000, on_state=lambda s: None)
+        return self._admin
+
+    def _live_brokers(self) -> list[BrokerId]:
+        admin = self._admin_session()
+        children = self.wait(admin.get_children(paths.BROKER_IDS), what="the live brokers")
+        return sorted(int(c) for c in children if c.isdigit())
+
+    def topics(self) -> list[str]:
+        admin = self._admin_session()
+        try:
+            return sorted(self.wait(admin.get_children(paths.BROKER_TOPICS), what="the topic list"))
+        except NoNode:
+            return []
+
+    def create_topic(
+        self,
+        name: str,
+        partitions: int = 1,
+        replication_factor: int = 1,
+        config: Mapping[str, object] | None = None,
+        *,
+        assignment: Mapping[int, Sequence[BrokerId]] | None = None,
+        wait: bool = True,
+    ) -> None:
+        """Create a topic as kafka-topics.sh does in ZooKeeper mode; Kafka's error and nothing created if it is bad."""
+        validate_topic_name(name)
+        clean = validate_topic_config(config or {})
+        LogConfig.from_topic_config(clean)  # cross-checks the log's own rules
+        live = self._live_brokers()
+        if assignment is not None:
+            placement = self._check_assignment(assignment, live)
+        else:
+            if partitions < 1:
+                raise InvalidPartitions("Number of partitions must be larger than 0.")
+            if replication_factor < 1:
+                raise InvalidReplicationFactor("Replication factor must be larger than 0.")
+            if replication_factor > len(live):
+                raise InvalidReplicationFactor(
+                    f"Replication factor: {replication_factor} larger than available brokers: {len(live)}."
+                )
+            placement = place_replicas(live, partitions, replication_factor)
+        admin = self._admin_session()
+        if self.wait(admin.exists(paths.topic_path(name))) is not None:
+            raise TopicAlreadyExists(f"Topic '{name}' already exists.")
+        if self.wait(admin.exists(paths.delete_topic_path(name))) is not None:
+            raise TopicAlreadyExists(f"Topic '{name}' is marked for deletion.")
+        ops = [
+            CreateOp(path=paths.topic_config_path(name), data=paths.encode_topic_config(clean)),
+            CreateOp(
+                path=paths.topic_path(name),
+                data=paths.encode_topic_assignment(paths.TopicAssignment(partitions=placement)),
+            ),
+        ]
+        try:
+            self.wait(admin.multi(ops), what="the topic's znodes")
+        except NodeExists:
+            raise TopicAlreadyExists(f"Topic '{name}' already exists.") from None
+        if wait:
+            tps = [TopicPartition(name, p) for p in placement]
+            self.wait_for(
+                lambda: all(self.leader_of(tp.topic, tp.partition) is not None for tp in tps),
+                30_000,
+                f"every partition of {name} to have a leader",
+            )
+
+    def _check_assignment(
+        self, assignment: Mapping[int, Sequence[BrokerId]], live: list[BrokerId]
+    ) -> dict[int, tuple[BrokerId, ...]]:
+        if not assignment:
+            raise InvalidReplicaAssignment("the replica assignment is empty")
+        keys = sorted(assignment)
+        if keys != list(range(len(keys))):
+            raise InvalidReplicaAssignment(f"partitions must be numbered 0..{len(keys) - 1}, got {keys}")
+        sizes = {len(r) for r in assignment.values()}
+        if len(sizes) != 1:
+            raise InvalidReplicaAssignment("every partition must have the same number of replicas")
+        out: dict[int, tuple[BrokerId, ...]] = {}
+        for p, replicas in assignment.items():
+            if len(set(replicas)) != len(replicas):
+                raise InvalidReplicaAssignment(f"partition {p} lists a broker twice: {list(replicas)}")
+            unknown = [r for r in replicas if r not in self.broker_ids]
+            if unknown:
+                raise InvalidReplicaAssignment(f"partition {p}: no broker {unknown}")
+            out[p] = tuple(replicas)
+        return out
+
+    def _assignment(self, topic: str) -> tuple[paths.TopicAssignment, int]:
+        admin = self._admin_session()
+        try:
+            raw, stat = self.wait(admin.get(paths.topic_path(topic)), what=f"topic {topic}")
+        except NoNode:
+            raise UnknownTopicOrPartition(f"Topic '{topic}' does not exist.") from None
+        return paths.decode_topic_assignment(raw), stat.version
+
+    def delete_topic(self, name: str, *, wait: bool = True) -> None:
+        self._assignment(name)
+        admin = self._admin_session()
+        with contextlib.suppress(NodeExists):
+            self.wait(admin.create(paths.delete_topic_path(name)), what="the deletion request")
+        if wait:
+            self.wait_for(
+                lambda: self.wait(self._admin_session().exists(paths.topic_path(name))) is None,
+                30_000,
+                f"topic {name} to be deleted",
+            )
+
+    def create_partitions(self, topic: str, total: int, *, wait: bool = True) -> None:
+        """Grow a topic to ``total`` partitions (Kafka never shrinks one)."""
+        current, version = self._assignment(topic)
+        count = len(current.partitions)
+        if total <= count:
+            raise InvalidPartitions(
+                f"Topic currently has {count} partitions, which is higher than the requested {total}."
+            )
+        rf = len(next(iter(current.partitions.values())))
+        live = self._live_brokers()
+        if rf > len(live):
+            raise InvalidReplicationFactor(
+                f"Replication factor: {rf} larger than available brokers: {len(live)}."
+            )
+        grown = dict(current.partitions)
+        grown.update(place_replicas(live, total - count, rf, start=count))
+        data = paths.encode_topic_assignment(
+            paths.TopicAssignment(
+                partitions=grown,
+                adding_replicas=current.adding_replicas,
+                removing_replicas=current.removing_replicas,
+                topic_id=current.topic_id,
+            )
+        )
+        self.wait(self._admin_session().set(paths.topic_path(topic), data, version))
+        if wait:
+            self.wait_for(
+                lambda: all(self.leader_of(topic, p) is not None for p in range(count, total)),
+                30_000,
+                f"the new partitions of {topic} to have leaders",
+            )
+
+    def alter_topic_config(
+        self, topic: str, updates: Mapping[str, object], *, remove: Sequence[str] = ()
+    ) -> dict[str, str]:
+        """Change a topic's config overrides; returns the overrides now in force."""
+        self._assignment(topic)
+        unknown = [k for k in remove if k not in TOPIC_KEYS]
+        if unknown:
+            raise errors.InvalidConfig(f"Unknown topic config name: {unknown[0]}")
+        clean = validate_topic_config(updates)
+        admin = self._admin_session()
+        try:
+            raw, stat = self.wait(admin.get(paths.topic_config_path(topic)))
+            current = paths.decode_topic_config(raw)
+            version = stat.version
+        except NoNode:
+            current, version = {}, -1
+        merged = {k: v for k, v in current.items() if k not in remove}
+        merged.update(clean)
+        LogConfig.from_topic_config(merged)
+        data = paths.encode_topic_config(merged)
+        ops: list[Any] = []
+        if version < 0:
+            ops.append(CreateOp(path=paths.topic_config_path(topic), data=data))
+        else:
+            from lab.engine.metadata.store import SetDataOp
+
+            ops.append(SetDataOp(path=paths.topic_config_path(topic), data=data, version=version))
+        ops.append(
+            CreateOp(
+                path=paths.CONFIG_CHANGE_PREFIX,
+                data=paths.encode_config_change(f"topics/{topic}"),
+                sequential=True,
+            )
+        )
+        self.wait(admin.multi(ops), what="the config change")
+        self.journal.record("config_changed", f"topic {topic} config now {merged or 'defaults'}", topic=topic)
+        return merged
+
+    def topic_config(self, topic: str) -> dict[str, str]:
+        self._assignment(topic)
+        try:
+            raw, _ = self.wait(self._admin_session().get(paths.topic_config_path(topic)))
+        except NoNode:
+            return {}
+        return paths.decode_topic_config(raw)
+
+    def reassign_partitions(
+        self,
+        plan: Mapping[tuple[str, int], Sequence[BrokerId]],
+        *,
+        wait: bool = True,
+        timeout_ms: int = 60_000,
+    ) -> None:
+        """Move replicas: add the new ones, let them catch up, switch the leader, remove the old ones."""
+        if not plan:
+            raise IllegalArgument("the reassignment plan is empty")
+        for (topic, partition), replicas in plan.items():
+            current, _ = self._assignment(topic)
+            if partition not in current.partitions:
+                raise UnknownTopicOrPartition(f"{topic}-{partition} does not exist")
+            if not replicas or len(set(replicas)) != len(replicas):
+                raise InvalidReplicaAssignment(
+                    f"{topic}-{partition}: replicas must be distinct and not empty"
+                )
+            unknown = [r for r in replicas if r not in self.broker_ids]
+            if unknown:
+                raise InvalidReplicaAssignment(f"{topic}-{partition}: there is no broker {unknown}")
+        admin = self._admin_session()
+        if self.wait(admin.exists(paths.REASSIGN_PARTITIONS)) is not None:
+            raise errors.InvalidRequest("a reassignment is already in progress")
+        data = paths.encode_reassignment({k: list(v) for k, v in plan.items()})
+        self.wait(admin.create(paths.REASSIGN_PARTITIONS, data))
+        if wait:
+            self.wait_for(
+                lambda: all(
+                    tuple(self._assignment(t)[0].partitions[p]) == tuple(r) for (t, p), r in plan.items()
+                ),
+                timeout_ms,
+                "the reassignment to finish",
+            )
+
+    def elect_preferred_leaders(
+        self, partitions: Sequence[tuple[str, int]] | None = None, *, wait: bool = True
+    ) -> None:
+        if partitions is None:
+            partitions = [(tp.topic, tp.partition) for tp in self._all_partitions()]
+        admin = self._admin_session()
+        data = paths.encode_preferred_replica_election(partitions)
+        try:
+            self.wait(admin.create(paths.PREFERRED_REPLICA_ELECTION, data))
+        except NodeExists:
+            raise errors.InvalidRequest("a preferred leader election is already in progress") from None
+        if wait:
+            self.wait_for(
+                lambda: self.wait(self._admin_session().exists(paths.PREFERRED_REPLICA_ELECTION)) is None,
+                30_000,
+                "the preferred leader election",
+            )
+
+    def _all_partitions(self) -> list[TopicPartition]:
+        out: list[TopicPartition] = []
+        for topic in self.topics():
+            assignment, _ = self._assignment(topic)
+            out += [TopicPartition(topic, p) for p in sorted(assignment.partitions)]
+        return out
+
+    # ------------------------------------------------------------------ clients
+
+    def _client_id(self, kind: str, given: str | None) -> str:
+        if given:
+            if given in self.clients:
+                raise IllegalArgument(f"a client named {given!r} already exists")
+            return given
+        self._client_seq += 1
+        return f"{kind}-{self._client_seq}"
+
+    def producer(
+        self, acks: str | int = "all", *, client_id: str | None = None, **config: object
+    ) -> Producer:
+        settings = {k.replace("_", "."): v for k, v in config.items()}
+        settings["acks"] = str(acks)
+        producer = Producer(self, self._client_id("producer", client_id), settings)
+        self.clients[producer.client_id] = producer
+        return producer
+
+    def consumer(
+        self, group_id: str | None = None, *, client_id: str | None = None, **config: object
+    ) -> Consumer:
+        settings = {k.replace("_", "."): v for k, v in config.items()}
+        if group_id is not None:
+            settings["group.id"] = group_id
+            from lab.engine.groups import GroupConsumer
+
+            consumer: Consumer = GroupConsumer(self, self._client_id("consumer", client_id), settings)
+        else:
+            consumer = Consumer(self, self._client_id("consumer", client_id), settings)
+        self.clients[consumer.client_id] = consumer
+        return consumer
+
+    # ------------------------------------------------------------------ faults
+
+    def kill_broker(self, broker_id: BrokerId, *, lose_unflushed: bool = False) -> None:
+        broker = self.broker(broker_id)
+        if not broker.alive:
+            raise IllegalState(f"broker {broker_id} is not running")
+        broker.kill(lose_unflushed=lose_unflushed)
+        tail = "; its unflushed log tail is lost" if lose_unflushed else ""
+        self.journal.record(
+            "broker_killed",
+            f"broker {broker_id} killed (a hard stop: no goodbye to ZooKeeper, which expires its session after "
+            f"zookeeper.session.timeout.ms={self.config.int('zookeeper.session.timeout.ms')}){tail}",
+            broker=broker_id,
+        )
+
+    def restart_broker(self, broker_id: BrokerId) -> None:
+        broker = self.broker(broker_id)
+        if broker.alive:
+            raise IllegalState(f"broker {broker_id} is running; kill or stop it first")
+        self.journal.record(
+            "broker_restarted",
+            f"broker {broker_id} starts: log recovery, then it registers",
+            broker=broker_id,
+        )
+        self._start_broker(broker_id)
+
+    def pause_broker(self, broker_id: BrokerId) -> None:
+        broker = self.broker(broker_id)
+        if broker.state is BrokerState.PAUSED:
+            raise IllegalState(f"broker {broker_id} is already paused")
+        if not broker.alive:
+            raise IllegalState(f"broker {broker_id} is not running")
+        broker.pause()
+        self.journal.record(
+            "broker_paused",
+            f"broker {broker_id} paused (like a long GC pause: it holds everything it receives, and sends no "
+            "ZooKeeper heartbeats)",
+            broker=broker_id,
+        )
+
+    def resume_broker(self, broker_id: BrokerId) -> None:
+        broker = self.broker(broker_id)
+        if broker.state is not BrokerState.PAUSED:
+            raise IllegalState(f"broker {broker_id} is not paused")
+        self.journal.record(
+            "broker_resumed",
+            f"broker {broker_id} resumes with {broker.gate.backlog} held event(s)",
+            broker=broker_id,
+        )
+        broker.resume()
+
+    def isolate_broker(self, broker_id: BrokerId, from_: Isolation = "zookeeper") -> None:
+        broker = self.broker(broker_id)
+        if from_ not in ("zookeeper", "brokers"):
+            raise IllegalArgument(f"isolate from 'zookeeper' or 'brokers', not {from_!r}")
+        cut = self.isolation.setdefault(broker_id, set())
+        if from_ in cut:
+            raise IllegalState(f"broker {broker_id} is already isolated from {from_}")
+        cut.add(from_)
+        if from_ == "zookeeper":
+            broker.set_zookeeper_link(LinkState.CUT)
+            text = "cut off from ZooKeeper: its session will expire; it keeps serving clients meanwhile"
+        else:
+            for other in self.broker_ids:
+                if other != broker_id:
+                    self.network.cut(broker_id, other)
+            text = "cut off from the other brokers (clients and ZooKeeper still reach it)"
+        self.journal.record("broker_isolated", f"broker {broker_id} {text}", broker=broker_id)
+
+    def slow_broker(self, broker_id: BrokerId, delay_ms: int = 2000) -> None:
+        self.broker(broker_id)
+        if delay_ms < 0:
+            raise IllegalArgument("delay_ms must be >= 0")
+        self.network.set_delay(broker_id, delay_ms)
+        if delay_ms:
+            self.slow[broker_id] = delay_ms
+        else:
+            self.slow.pop(broker_id, None)
+        self.journal.record(
+            "broker_slow",
+            f"broker {broker_id}'s network is slow: +{delay_ms} ms on every message to and from it",
+            broker=broker_id,
+        )
+
+    def heal(self, broker_id: BrokerId) -> None:
+        """Undo isolation and slowness (not a kill or a pause)."""
+        broker = self.broker(broker_id)
+        healed: list[str] = []
+        cut = self.isolation.pop(broker_id, set())
+        if "zookeeper" in cut:
+            broker.set_zookeeper_link(LinkState.OPEN)
+            healed.append("ZooKeeper")
+        if "brokers" in cut:
+            for other in self.broker_ids:
+                self.network.mend(broker_id, other)
+            healed.append("the other brokers")
+        if self.slow.pop(broker_id, None):
+            self.network.set_delay(broker_id, 0)
+            healed.append("its network speed")
+        if not healed:
+            raise IllegalState(f"broker {broker_id} is neither isolated nor slow")
+        self.journal.record(
+            "broker_healed", f"broker {broker_id} healed: {', '.join(healed)} restored", broker=broker_id
+        )
+
+    def controlled_shutdown(self, broker_id: BrokerId, *, wait: bool = True) -> None:
+        broker = self.broker(broker_id)
+        if not broker.alive or broker.state is BrokerState.PAUSED:
+            raise IllegalState(f"broker {broker_id} is not running")
+        broker.spawn(broker.controlled_shutdown(), "controlled shutdown")
+        if wait:
+            self.wait_for(lambda: not broker.alive, 60_000, f"broker {broker_id} to shut down")
+
+    # ------------------------------------------------------------------ reading
+
+    def snapshot(self) -> dict[str, Any]:
+        from lab.engine.snapshot import take
+
+        return take(self)
+
+    def events(self, since: int = 0) -> list[Event]:
+        return self.journal.since(since)
+
+    def lost_records(self) -> dict[str, list[int]]:
+        from lab.engine.invariants import lost_acknowledged
+
+        return {str(tp): offsets for tp, offsets in lost_acknowledged(self).items()}
+
+    # ------------------------------------------------------------------ the end
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise IllegalState(f"cluster {self.name} is closed")
+
+    def close(self, *, delete_data: bool | None = None) -> None:
+        """Stop every broker and client; the temp data dir goes unless kept."""
+        if self._closed:
+            return
+        for client in self.clients.values():
+            client.close()
+        for broker in self.brokers.values():
+            if broker.alive:
+                broker.kill()
+        if self._admin is not None:
+            self._admin.close()
+        self.store.close()
+        self._closed = True
+        if delete_data if delete_data is not None else self._owns_data_dir:
+            shutil.rmtree(self.data_dir, ignore_errors=True)
+
+    def __enter__(self) -> Cluster:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,503 @@
+"""Kafka's configuration keys, with Kafka's defaults and the lab's.
+
+Every key the engine honours is declared once here: its type, Kafka's default,
+the lab's default where the lab differs (so a class can watch a failover in
+seconds, not minutes), and one sentence a tooltip can show. Keys stay Kafka's
+strings at the edges (``replica.lag.time.max.ms``); ``lab.*`` keys are the
+lab's own knobs and say so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+from lab.engine.errors import InvalidConfig
+
+Scope = Literal["broker", "topic", "producer", "consumer"]
+Kind = Literal["int", "long", "bool", "double", "str", "list"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConfigKey:
+    name: str
+    scope: Scope
+    kind: Kind
+    kafka_default: str
+    lab_default: str | None = None  # None: the lab uses Kafka's default
+    doc: str
+    choices: tuple[str, ...] = ()
+    minimum: float | None = None
+    maximum: float | None = None
+    broker_name: str | None = None  # the broker-level key a topic key falls back to
+
+    @property
+    def default(self) -> str:
+        return self.kafka_default if self.lab_default is None else self.lab_default
+
+    def parse(self, raw: object) -> int | float | bool | str | tuple[str, ...]:
+        """The typed value of ``raw``, or InvalidConfig naming the key and what is wrong."""
+        text = str(raw).strip() if not isinstance(raw, bool) else ("true" if raw else "false")
+        value: int | float | bool | str | tuple[str, ...]
+        if self.kind in ("int", "long"):
+            try:
+                value = int(text)
+            except ValueError:
+                raise InvalidConfig(
+                    f"Invalid value {text!r} for configuration {self.name}: not a number"
+                ) from None
+        elif self.kind == "double":
+            try:
+                value = float(text)
+            except ValueError:
+                raise InvalidConfig(
+                    f"Invalid value {text!r} for configuration {self.name}: not a number"
+                ) from None
+        elif self.kind == "bool":
+            if text.lower() not in ("true", "false"):
+                raise InvalidConfig(
+                    f"Invalid value {text!r} for configuration {self.name}: expected true or false"
+                )
+            value = text.lower() == "true"
+        elif self.kind == "list":
+            items = tuple(part.strip() for part in text.split(",") if part.strip())
+            for item in items:
+                if self.choices and item not in self.choices:
+                    raise InvalidConfig(
+                        f"Invalid value {text!r} for configuration {self.name}: "
+                        f"{item!r} is not one of {', '.join(self.choices)}"
+                    )
+            if not items:
+                raise InvalidConfig(f"Invalid value {text!r} for configuration {self.name}: empty list")
+            return items
+        else:
+            if self.choices and text not in self.choices:
+                raise InvalidConfig(
+                    f"Invalid value {text!r} for configuration {self.name}: must be one of {', '.join(self.choices)}"
+                )
+            value = text
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            if self.minimum is not None and value < self.minimum:
+                raise InvalidConfig(
+                    f"Invalid value {text} for configuration {self.name}: must be at least {self.minimum:g}"
+                )
+            if self.maximum is not None and value > self.maximum:
+                raise InvalidConfig(
+                    f"Invalid value {text} for configuration {self.name}: must be at most {self.maximum:g}"
+                )
+        return value
+
+
+_KEYS: list[ConfigKey] = []
+
+
+def _key(name: str, scope: Scope, kind: Kind, kafka_default: str, doc: str, **kw: object) -> None:
+    _KEYS.append(ConfigKey(name=name, scope=scope, kind=kind, kafka_default=kafka_default, doc=doc, **kw))  # type: ignore[arg-type]
+
+
+# Broker configs.
+_key(
+    "replica.lag.time.max.ms",
+    "broker",
+    "long",
+    "30000",
+    "A follower that has not caught up with the leader's log end for this long leaves the ISR.",
+    lab_default="10000",
+    minimum=1,
+)
+_key(
+    "zookeeper.session.timeout.ms",
+    "broker",
+    "int",
+    "18000",
+    "ZooKeeper expires a broker's session, and the controller treats it as dead, after this long without contact.",
+    lab_default="6000",
+    minimum=1000,
+    maximum=60000,
+)
+_key(
+    "min.insync.replicas",
+    "broker",
+    "int",
+    "1",
+    "acks=all writes fail with NOT_ENOUGH_REPLICAS when the ISR is smaller than this.",
+    minimum=1,
+)
+_key(
+    "unclean.leader.election.enable",
+    "broker",
+    "bool",
+    "false",
+    "Whether an out-of-sync replica may become leader when no ISR member is alive (availability over durability).",
+)
+_key(
+    "auto.leader.rebalance.enable",
+    "broker",
+    "bool",
+    "true",
+    "The controller moves leadership back to each partition's preferred (first) replica when brokers are imbalanced.",
+)
+_key(
+    "leader.imbalance.check.interval.seconds",
+    "broker",
+    "long",
+    "300",
+    "How often the controller checks leader imbalance.",
+    lab_default="30",
+    minimum=1,
+)
+_key(
+    "leader.imbalance.per.broker.percentage",
+    "broker",
+    "int",
+    "10",
+    "A broker leading fewer than this share of its preferred partitions triggers a preferred-leader election.",
+    minimum=0,
+    maximum=100,
+)
+_key(
+    "replica.fetch.wait.max.ms",
+    "broker",
+    "int",
+    "500",
+    "How long a follower's fetch waits at the leader for new data before an empty answer.",
+    minimum=0,
+)
+_key(
+    "replica.fetch.max.bytes",
+    "broker",
+    "int",
+    "1048576",
+    "The most bytes a follower asks for per partition in one fetch.",
+    minimum=1,
+)
+_key(
+    "replica.fetch.backoff.ms",
+    "broker",
+    "int",
+    "1000",
+    "How long a follower waits before fetching again after an error.",
+    minimum=0,
+)
+_key(
+    "replica.socket.timeout.ms",
+    "broker",
+    "int",
+    "30000",
+    "How long a follower waits for a fetch answer before it gives up on that request.",
+    lab_default="5000",
+    minimum=1,
+)
+_key(
+    "replica.high.watermark.checkpoint.interval.ms",
+    "broker",
+    "long",
+    "5000",
+    "How often a broker writes every partition's high watermark to replication-offset-checkpoint.",
+    lab_default="1000",
+    minimum=1,
+)
+_key(
+    "log.retention.check.interval.ms",
+    "broker",
+    "long",
+    "300000",
+    "How often a broker applies retention (and compaction) to its logs.",
+    lab_default="5000",
+    minimum=1,
+)
+_key(
+    "log.flush.interval.ms",
+    "broker",
+    "long",
+    "9223372036854775807",
+    "How often a log is flushed to disk; Kafka leaves durability to replication, so by default it never forces it.",
+    lab_default="-1",
+    minimum=-1,
+)
+_key(
+    "request.timeout.ms",
+    "broker",
+    "int",
+    "30000",
+    "How long a broker keeps an acks=all produce waiting for the ISR before REQUEST_TIMED_OUT.",
+    minimum=1,
+)
+_key(
+    "controlled.shutdown.enable",
+    "broker",
+    "bool",
+    "true",
+    "A stopping broker first asks the controller to move its leaderships away.",
+)
+_key(
+    "offsets.topic.num.partitions",
+    "broker",
+    "int",
+    "50",
+    "Partitions of __consumer_offsets; a group's coordinator leads partition hash(group) % this.",
+    lab_default="5",
+    minimum=1,
+)
+_key(
+    "offsets.topic.replication.factor",
+    "broker",
+    "int",
+    "3",
+    "Replication factor of __consumer_offsets (capped at the live brokers when it is created).",
+    minimum=1,
+)
+_key(
+    "group.initial.rebalance.delay.ms",
+    "broker",
+    "int",
+    "3000",
+    "How long a new group waits for more members before its first rebalance.",
+    lab_default="1000",
+    minimum=0,
+)
+_key(
+    "group.min.session.timeout.ms",
+    "broker",
+    "int",
+    "6000",
+    "The shortest session timeout a consumer may ask for.",
+    lab_default="1000",
+    minimum=0,
+)
+_key(
+    "group.max.session.timeout.ms",
+    "broker",
+    "int",
+    "1800000",
+    "The longest session timeout a consumer may ask for.",
+    minimum=1,
+)
+_key(
+    "lab.network.latency.ms",
+    "broker",
+    "int",
+    "0",
+    "Lab only: one-way delay of every message between brokers and clients, to watch requests travel.",
+    lab_default="1",
+    minimum=0,
+)
+_key(
+    "lab.replica.fetch.pace.ms",
+    "broker",
+    "int",
+    "0",
+    "Lab only: a pause between a follower's fetches, so a class can watch the HW trail the LEO (0: fetch at once).",
+    minimum=0,
+)
+_key(
+    "lab.leader.epochs",
+    "broker",
+    "bool",
+    "true",
+    "Lab only: false brings back pre-KIP-101 truncation to the high watermark, to show its data loss.",
+)
+_key(
+    "lab.zookeeper.latency.ms",
+    "broker",
+    "int",
+    "0",
+    "Lab only: the memory store's delay for each ZooKeeper operation (the real server has its own).",
+    lab_default="1",
+    minimum=0,
+)
+
+# Topic configs (a topic key without an override falls back to the broker's).
+_key(
+    "cleanup.policy",
+    "topic",
+    "list",
+    "delete",
+    "delete: old segments go by time or size; compact: only the latest record per key is kept.",
+    choices=("delete", "compact"),
+    broker_name="log.cleanup.policy",
+)
+_key(
+    "retention.ms",
+    "topic",
+    "long",
+    "604800000",
+    "Segments whose newest record is older than this are deleted (-1: keep forever).",
+    minimum=-1,
+    broker_name="log.retention.ms",
+)
+_key(
+    "retention.bytes",
+    "topic",
+    "long",
+    "-1",
+    "Old segments are deleted while a partition is bigger than this (-1: no limit).",
+    minimum=-1,
+    broker_name="log.retention.bytes",
+)
+_key(
+    "segment.bytes",
+    "topic",
+    "int",
+    "1073741824",
+    "A partition rolls to a new segment file when the active one reaches this size.",
+    minimum=14,
+    broker_name="log.segment.bytes",
+)
+_key(
+    "segment.ms",
+    "topic",
+    "long",
+    "604800000",
+    "A partition rolls to a new segment when the active one is this old.",
+    minimum=1,
+    broker_name="log.roll.ms",
+)
+_key(
+    "index.interval.bytes",
+    "topic",
+    "int",
+    "4096",
+    "One offset-index entry is written every this many bytes of log.",
+    minimum=0,
+    broker_name="log.index.interval.bytes",
+)
+_key(
+    "segment.index.bytes",
+    "topic",
+    "int",
+    "10485760",
+    "The largest an offset or time index may grow before the segment rolls.",
+    minimum=4,
+    broker_name="log.index.size.max.bytes",
+)
+_key(
+    "delete.retention.ms",
+    "topic",
+    "long",
+    "86400000",
+    "How long a tombstone (a null value) survives compaction, so consumers can see the delete.",
+    minimum=0,
+    broker_name="log.cleaner.delete.retention.ms",
+)
+_key(
+    "min.cleanable.dirty.ratio",
+    "topic",
+    "double",
+    "0.5",
+    "Compaction starts when this share of the log has not been compacted yet.",
+    minimum=0,
+    maximum=1,
+    broker_name="log.cleaner.min.cleanable.ratio",
+)
+_key(
+    "min.compaction.lag.ms",
+    "topic",
+    "long",
+    "0",
+    "A record stays uncompacted at least this long.",
+    minimum=0,
+    broker_name="log.cleaner.min.compaction.lag.ms",
+)
+_key(
+    "max.message.bytes",
+    "topic",
+    "int",
+    "1048588",
+    "The largest record batch the topic accepts.",
+    minimum=0,
+    broker_name="message.max.bytes",
+)
+_key(
+    "min.insync.replicas",
+    "topic",
+    "int",
+    "1",
+    "acks=all writes fail with NOT_ENOUGH_REPLICAS when the ISR is smaller than this.",
+    minimum=1,
+    broker_name="min.insync.replicas",
+)
+_key(
+    "unclean.leader.election.enable",
+    "topic",
+    "bool",
+    "false",
+    "Whether an out-of-sync replica may become leader when no ISR member is alive (availability over durability).",
+    broker_name="unclean.leader.election.enable",
+)
+
+BROKER_KEYS: Mapping[str, ConfigKey] = {k.name: k for k in _KEYS if k.scope == "broker"}
+TOPIC_KEYS: Mapping[str, ConfigKey] = {k.name: k for k in _KEYS if k.scope == "topic"}
+
+
+def _validate(keys: Mapping[str, ConfigKey], what: str, config: Mapping[str, object]) -> dict[str, str]:
+    clean: dict[str, str] = {}
+    for name, raw in config.items():
+        key = keys.get(name)
+        if key is None:
+            raise InvalidConfig(f"Unknown {what} config name: {name}")
+        value = key.parse(raw)
+        clean[name] = ",".join(value) if isinstance(value, tuple) else _text(value)
+    return clean
+
+
+def _text(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def validate_topic_config(config: Mapping[str, object]) -> dict[str, str]:
+    """Kafka's topic config keys, parsed: the string form to store, or InvalidConfig."""
+    return _validate(TOPIC_KEYS, "topic", config)
+
+
+def validate_broker_config(config: Mapping[str, object]) -> dict[str, str]:
+    return _validate(BROKER_KEYS, "broker", config)
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerConfig:
+    """A broker's effective configuration: the lab's defaults under the given overrides."""
+
+    values: Mapping[str, str]
+
+    @classmethod
+    def of(cls, overrides: Mapping[str, object] | None = None) -> BrokerConfig:
+        merged = {k.name: k.default for k in BROKER_KEYS.values()}
+        merged.update(validate_broker_config(overrides or {}))
+        return cls(merged)
+
+    def _get(self, name: str) -> int | float | bool | str | tuple[str, ...]:
+        return BROKER_KEYS[name].parse(self.values[name])
+
+    def int(self, name: str) -> int:
+        value = self._get(name)
+        assert isinstance(value, int)
+        return value
+
+    def bool(self, name: str) -> bool:
+        value = self._get(name)
+        assert isinstance(value, bool)
+        return value
+
+    def topic_default(self, topic_key: str) -> str:
+        """The broker-level value a topic config falls back to."""
+        key = TOPIC_KEYS[topic_key]
+        if key.broker_name is not None and key.broker_name in self.values:
+            return self.values[key.broker_name]
+        return key.default
+
+
+def effective_topic_config(overrides: Mapping[str, str], broker: BrokerConfig) -> dict[str, str]:
+    """Every topic key's value: the topic's override, else the broker's value, else the default."""
+    return {name: overrides.get(name, broker.topic_default(name)) for name in TOPIC_KEYS}
+
+
+def describe(keys: Mapping[str, ConfigKey]) -> list[dict[str, str]]:
+    """Rows for the pages: key, the lab's value beside Kafka's, and what it does."""
+    return [
+        {"name": k.name, "lab": k.default, "kafka": k.kafka_default, "doc": k.doc, "scope": k.scope}
+        for k in keys.values()
+    ]

@@ -1,0 +1,278 @@
+"""Messages between brokers and clients, with delay, drop and cut faults.
+
+A message in flight is data: an ``Envelope`` with the time it was sent and the
+time it will arrive, kept until it does, so the dashboard can draw fetches as
+they travel. Faults are what a real network does:
+
+* a node that is gone (killed) refuses connections: a request to it fails at
+  once with NETWORK_EXCEPTION, as a TCP reset would;
+* a cut link drops messages silently: the sender learns only by its timeout;
+* a slow node adds delay to everything it sends and receives;
+* drop rules lose the next N messages that match (a lost acknowledgement).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from lab.engine.errors import KafkaError, NetworkException, RequestTimedOut
+from lab.engine.ids import NodeId
+from lab.engine.protocol import kind_of
+from lab.engine.scheduler import Scheduler, Timer
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Envelope:
+    id: int
+    src: NodeId
+    dst: NodeId
+    body: Any
+    correlation_id: int
+    is_response: bool
+    sent_ms: int
+    deliver_ms: int
+
+    @property
+    def kind(self) -> str:
+        return kind_of(self.body)
+
+
+Handler = Callable[[Envelope], None]
+
+
+@dataclass(slots=True)
+class DropRule:
+    """Drop the next ``count`` messages from ``src`` to ``dst`` of this kind (None: any)."""
+
+    src: NodeId | None
+    dst: NodeId | None
+    kind: str | None
+    count: int
+
+    def matches(self, env: Envelope) -> bool:
+        return (
+            self.count > 0
+            and (self.src is None or self.src == env.src)
+            and (self.dst is None or self.dst == env.dst)
+            and (self.kind is None or self.kind == env.kind)
+        )
+
+
+@dataclass(slots=True)
+class NetworkStats:
+    sent: int = 0
+    delivered: int = 0
+    dropped: int = 0
+    refused: int = 0
+    by_kind: dict[str, int] = field(default_factory=dict)
+
+
+class Network:
+    def __init__(self, scheduler: Scheduler, *, latency_ms: int = 0) -> None:
+        self._scheduler = scheduler
+        self.latency_ms = latency_ms
+        self._handlers: dict[NodeId, Handler] = {}
+        self._cuts: set[tuple[NodeId, NodeId]] = set()
+        self._delay: dict[NodeId, int] = {}
+        self._drops: list[DropRule] = []
+        self._in_flight: dict[int, Envelope] = {}
+        self._next_id = 0
+        self.stats = NetworkStats()
+
+    # Membership.
+
+    def attach(self, node: NodeId, handler: Handler) -> None:
+        self._handlers[node] = handler
+
+    def detach(self, node: NodeId) -> None:
+        self._handlers.pop(node, None)
+
+    def is_attached(self, node: NodeId) -> bool:
+        return node in self._handlers
+
+    # Faults.
+
+    def cut(self, a: NodeId, b: NodeId) -> None:
+        self._cuts.add((a, b))
+        self._cuts.add((b, a))
+
+    def mend(self, a: NodeId, b: NodeId) -> None:
+        self._cuts.discard((a, b))
+        self._cuts.discard((b, a))
+
+    def is_cut(self, src: NodeId, dst: NodeId) -> bool:
+        return (src, dst) in self._cuts
+
+    def cuts_of(self, node: NodeId) -> set[NodeId]:
+        return {b for a, b in self._cuts if a == node}
+
+    def set_delay(self, node: NodeId, delay_ms: int) -> None:
+        if delay_ms > 0:
+            self._delay[node] = delay_ms
+        else:
+            self._delay.pop(node, None)
+
+    def delay_of(self, node: NodeId) -> int:
+        return self._delay.get(node, 0)
+
+    def drop_next(
+        self, *, src: NodeId | None = None, dst: NodeId | None = None, kind: str | None = None, count: int = 1
+    ) -> None:
+        self._drops.append(DropRule(src, dst, kind, count))
+
+    # Sending.
+
+    def send(
+        self, src: NodeId, dst: NodeId, body: Any, *, correlation_id: int = 0, is_response: bool = False
+    ) -> Envelope:
+        now = self._scheduler.now_ms
+        delay = self.latency_ms + self._delay.get(src, 0) + self._delay.get(dst, 0)
+        self._next_id += 1
+        env = Envelope(
+            id=self._next_id,
+            src=src,
+            dst=dst,
+            body=body,
+            correlation_id=correlation_id,
+            is_response=is_response,
+            sent_ms=now,
+            deliver_ms=now + delay,
+        )
+        self.stats.sent += 1
+        self.stats.by_kind[env.kind] = self.stats.by_kind.get(env.kind, 0) + 1
+        for rule in self._drops:
+            if rule.matches(env):
+                rule.count -= 1
+                self._drops = [r for r in self._drops if r.count > 0]
+                self.stats.dropped += 1
+                return env
+        if (src, dst) in self._cuts:
+            self.stats.dropped += 1
+            return env
+        self._in_flight[env.id] = env
+        self._scheduler.call_at(env.deliver_ms, self._deliver, env, label=env.kind)
+        return env
+
+    def _deliver(self, env: Envelope) -> None:
+        self._in_flight.pop(env.id, None)
+        if (env.src, env.dst) in self._cuts:
+            self.stats.dropped += 1  # cut while it travelled
+            return
+        handler = self._handlers.get(env.dst)
+        if handler is None:
+            self.stats.refused += 1
+            if not env.is_response:
+                # Nobody listens: the sender's connection is reset.
+                reset = Disconnected(node=env.dst)
+                self.send(env.dst, env.src, reset, correlation_id=env.correlation_id, is_response=True)
+            return
+        self.stats.delivered += 1
+        handler(env)
+
+    def in_flight(self) -> list[Envelope]:
+        return sorted(self._in_flight.values(), key=lambda e: e.id)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Disconnected:
+    """What a sender gets back when the node it called is not there."""
+
+    node: NodeId
+
+
+ResponseCallback = Callable[[Any], None]
+
+
+@dataclass(slots=True)
+class _Outstanding:
+    dst: NodeId
+    callback: ResponseCallback
+    timer: Timer | None
+
+
+class Endpoint:
+    """A node's side of the network: requests out with timeouts, responses back in.
+
+    The owner gives ``handle_request`` for requests it serves; responses to its
+    own requests are matched by correlation id. A callback gets the response
+    body, or a KafkaError (NETWORK_EXCEPTION, REQUEST_TIMED_OUT).
+    """
+
+    def __init__(
+        self,
+        network: Network,
+        scheduler: Scheduler,
+        node: NodeId,
+        handle_request: Callable[[Envelope], None],
+        *,
+        gate: Callable[..., None] | None = None,
+    ) -> None:
+        self.network = network
+        self.node = node
+        self._scheduler = scheduler
+        self._handle_request = handle_request
+        self._outstanding: dict[int, _Outstanding] = {}
+        self._next_correlation = 0
+        # The gate lets a paused broker hold what arrives until it resumes.
+        self._gate = gate
+        network.attach(node, self._receive)
+
+    def close(self, error: KafkaError | None = None) -> None:
+        """Detach; outstanding requests fail with ``error`` (or are dropped when None)."""
+        self.network.detach(self.node)
+        outstanding, self._outstanding = self._outstanding, {}
+        for out in outstanding.values():
+            Scheduler.cancel(out.timer)
+            if error is not None:
+                out.callback(error)
+
+    def request(self, dst: NodeId, body: Any, callback: ResponseCallback, *, timeout_ms: int) -> int:
+        self._next_correlation += 1
+        cid = self._next_correlation
+        timer = self._scheduler.call_later(timeout_ms, self._run, self._timed_out, cid, label="timeout")
+        self._outstanding[cid] = _Outstanding(dst, callback, timer)
+        self.network.send(self.node, dst, body, correlation_id=cid)
+        return cid
+
+    def send_oneway(self, dst: NodeId, body: Any) -> None:
+        """acks=0: nobody waits for an answer."""
+        self.network.send(self.node, dst, body, correlation_id=0)
+
+    def respond(self, request: Envelope, body: Any) -> None:
+        if request.correlation_id == 0:
+            return
+        self.network.send(
+            self.node, request.src, body, correlation_id=request.correlation_id, is_response=True
+        )
+
+    def outstanding_to(self, dst: NodeId) -> int:
+        return sum(1 for o in self._outstanding.values() if o.dst == dst)
+
+    def _run(self, fn: Callable[..., None], *args: Any) -> None:
+        if self._gate is not None:
+            self._gate(fn, *args)
+        else:
+            fn(*args)
+
+    def _receive(self, env: Envelope) -> None:
+        self._run(self._dispatch, env)
+
+    def _dispatch(self, env: Envelope) -> None:
+        if not env.is_response:
+            self._handle_request(env)
+            return
+        out = self._outstanding.pop(env.correlation_id, None)
+        if out is None:
+            return  # timed out already, or the answer to a request we forgot
+        Scheduler.cancel(out.timer)
+        if isinstance(env.body, Disconnected):
+            out.callback(NetworkException(f"connection to {env.body.node} refused: it is not running"))
+        else:
+            out.callback(env.body)
+
+    def _timed_out(self, cid: int) -> None:
+        out = self._outstanding.pop(cid, None)
+        if out is not None:
+            out.callback(RequestTimedOut(f"no answer from {out.dst} in time"))

@@ -1,0 +1,224 @@
+"""Requests and responses, by the names of Kafka's protocol (a lean subset of fields).
+
+These are what travels over ``network.py``: frozen values, never shared mutable
+state, so a message in flight is a picture of what was sent. Errors travel as
+Kafka's error names (``NOT_LEADER_OR_FOLLOWER``) with a message, as on the wire.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from lab.engine.ids import BrokerId, TopicPartition
+
+# Produce.
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProduceRequest:
+    acks: int  # 0, 1 or -1 (all)
+    timeout_ms: int
+    partitions: Mapping[TopicPartition, bytes]
+    records: int = 0  # how many records the batches hold, for the pictures
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProducePartitionResult:
+    error: str | None = None
+    message: str = ""
+    base_offset: int = -1
+    log_start_offset: int = -1
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProduceResponse:
+    partitions: Mapping[TopicPartition, ProducePartitionResult]
+
+
+# Fetch (followers and consumers).
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FetchPartition:
+    fetch_offset: int
+    current_leader_epoch: int = -1  # -1: don't fence
+    log_start_offset: int = -1
+    max_bytes: int = 1048576
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FetchRequest:
+    replica_id: int  # a follower's broker id, or -1 for a consumer
+    max_wait_ms: int
+    min_bytes: int
+    partitions: Mapping[TopicPartition, FetchPartition]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FetchPartitionData:
+    error: str | None = None
+    message: str = ""
+    high_watermark: int = -1
+    log_start_offset: int = -1
+    log_end_offset: int = -1  # not in Kafka's response; the pictures show it
+    records: bytes = b""
+    record_count: int = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FetchResponse:
+    partitions: Mapping[TopicPartition, FetchPartitionData]
+
+
+# KIP-101: where did my last epoch end on the leader?
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OffsetsForLeaderEpochRequest:
+    replica_id: int
+    partitions: Mapping[TopicPartition, tuple[int, int]]  # (current_leader_epoch, leader_epoch asked about)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EpochEndOffset:
+    error: str | None = None
+    message: str = ""
+    leader_epoch: int = -1
+    end_offset: int = -1
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OffsetsForLeaderEpochResponse:
+    partitions: Mapping[TopicPartition, EpochEndOffset]
+
+
+# ListOffsets (consumers: earliest, latest, by time).
+
+EARLIEST_TIMESTAMP = -2
+LATEST_TIMESTAMP = -1
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ListOffsetsRequest:
+    partitions: Mapping[TopicPartition, int]  # a timestamp, or EARLIEST/LATEST
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ListOffsetsResult:
+    error: str | None = None
+    message: str = ""
+    offset: int = -1
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ListOffsetsResponse:
+    partitions: Mapping[TopicPartition, ListOffsetsResult]
+
+
+# Metadata.
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PartitionMetadata:
+    partition: int
+    leader: BrokerId  # -1: no leader
+    leader_epoch: int
+    replicas: tuple[BrokerId, ...]
+    isr: tuple[BrokerId, ...]
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TopicMetadata:
+    name: str
+    error: str | None = None
+    partitions: tuple[PartitionMetadata, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MetadataRequest:
+    topics: tuple[str, ...] | None  # None: every topic
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MetadataResponse:
+    brokers: tuple[BrokerId, ...]
+    controller_id: BrokerId
+    topics: Mapping[str, TopicMetadata]
+
+
+# Controller to brokers.
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PartitionStateInfo:
+    tp: TopicPartition
+    leader: BrokerId  # -1: offline
+    leader_epoch: int
+    isr: tuple[BrokerId, ...]
+    zk_version: int
+    replicas: tuple[BrokerId, ...]
+    controller_epoch: int
+    is_new: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LeaderAndIsrRequest:
+    controller_id: BrokerId
+    controller_epoch: int
+    partitions: tuple[PartitionStateInfo, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LeaderAndIsrResponse:
+    error: str | None = None
+    partitions: Mapping[TopicPartition, str | None] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UpdateMetadataRequest:
+    controller_id: BrokerId
+    controller_epoch: int
+    live_brokers: tuple[BrokerId, ...]
+    partitions: tuple[PartitionStateInfo, ...]
+    deleted_topics: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UpdateMetadataResponse:
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StopReplicaRequest:
+    controller_id: BrokerId
+    controller_epoch: int
+    partitions: Mapping[TopicPartition, bool]  # delete the log too?
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StopReplicaResponse:
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ControlledShutdownRequest:
+    broker_id: BrokerId
+    broker_epoch: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ControlledShutdownResponse:
+    error: str | None = None
+    message: str = ""
+    remaining: tuple[TopicPartition, ...] = ()
+
+
+# Short labels for the pictures of messages in flight.
+def kind_of(message: object) -> str:
+    name = type(message).__name__
+    for suffix in ("Request", "Response"):
+        if name.endswith(suffix):
+            return name[: -len(suffix)]
+    return name

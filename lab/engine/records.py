@@ -1,0 +1,664 @@
+"""RecordBatch v2 (magic 2): Kafka's own on-disk and wire format, byte for byte.
+
+A batch is a 61-byte big-endian header followed by its records::
+
+    baseOffset int64 | batchLength int32 | partitionLeaderEpoch int32 | magic int8 (2) | crc uint32 |
+    attributes int16 | lastOffsetDelta int32 | baseTimestamp int64 | maxTimestamp int64 |
+    producerId int64 | producerEpoch int16 | baseSequence int32 | recordCount int32 | records...
+
+The CRC-32C covers everything from ``attributes`` to the end. ``baseOffset`` and
+``partitionLeaderEpoch`` sit before it, so a leader assigns offsets by patching those two
+fields (``patch_base_offset``) without re-checksumming: the log's hot path treats batches as
+bytes and never builds a Python object per record. Records are decoded only where something
+needs them (consumers, the log cleaner, ``offset_for_timestamp``).
+"""
+
+from __future__ import annotations
+
+import enum
+import gzip
+import struct
+import zlib
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+import crc32c
+
+from lab.engine.errors import CorruptRecord, IllegalArgument, UnsupportedCompressionType
+
+MAGIC = 2
+LOG_OVERHEAD = 12  # baseOffset + batchLength: the bytes that batchLength does not count
+HEADER_SIZE = 61
+MIN_BATCH_LENGTH = HEADER_SIZE - LOG_OVERHEAD
+NO_PRODUCER_ID = -1
+NO_PRODUCER_EPOCH = -1
+NO_SEQUENCE = -1
+NO_PARTITION_LEADER_EPOCH = -1
+NO_TIMESTAMP = -1
+
+# Field positions inside a batch, as in Kafka's DefaultRecordBatch.
+BASE_OFFSET_POS = 0
+LENGTH_POS = 8
+PARTITION_LEADER_EPOCH_POS = 12
+MAGIC_POS = 16
+CRC_POS = 17
+ATTRIBUTES_POS = 21
+LAST_OFFSET_DELTA_POS = 23
+BASE_TIMESTAMP_POS = 27
+MAX_TIMESTAMP_POS = 35
+PRODUCER_ID_POS = 43
+PRODUCER_EPOCH_POS = 51
+BASE_SEQUENCE_POS = 53
+RECORDS_COUNT_POS = 57
+
+COMPRESSION_MASK = 0x07
+TIMESTAMP_TYPE_MASK = 0x08
+TRANSACTIONAL_MASK = 0x10
+CONTROL_MASK = 0x20
+
+_HEADER = struct.Struct(">qiibIhiqqqhii")
+_LENGTH_AND_EPOCH = struct.Struct(">qii")  # baseOffset, batchLength, partitionLeaderEpoch
+_INT64 = struct.Struct(">q")
+_INT32 = struct.Struct(">i")
+_INT32_MAX = 2**31 - 1
+_GZIP_LEVEL = 6  # Kafka's compression.gzip.level default (-1) is Deflater's default, 6
+
+
+class Compression(enum.IntEnum):
+    """Bits 0-2 of a batch's attributes (Kafka's CompressionType ids)."""
+
+    NONE = 0
+    GZIP = 1
+    SNAPPY = 2
+    LZ4 = 3
+    ZSTD = 4
+
+
+class TimestampType(enum.IntEnum):
+    """Bit 3 of a batch's attributes."""
+
+    CREATE_TIME = 0
+    LOG_APPEND_TIME = 1
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Record:
+    """One decoded record, with its absolute offset and timestamp."""
+
+    offset: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[tuple[str, bytes | None], ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SimpleRecord:
+    """A record to write (Kafka's SimpleRecord): no offset yet; timestamp None means the batch's."""
+
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[tuple[str, bytes | None], ...] = ()
+    timestamp: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BatchHeader:
+    """The 61-byte header of a RecordBatch v2, field for field."""
+
+    base_offset: int
+    batch_length: int
+    partition_leader_epoch: int
+    magic: int
+    crc: int
+    attributes: int
+    last_offset_delta: int
+    base_timestamp: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    record_count: int
+
+    @classmethod
+    def from_fields(cls, fields: tuple[int, ...]) -> BatchHeader:
+        (bo, bl, ple, magic, crc, attrs, lod, bts, mts, pid, pep, seq, count) = fields
+        return cls(
+            base_offset=bo,
+            batch_length=bl,
+            partition_leader_epoch=ple,
+            magic=magic,
+            crc=crc,
+            attributes=attrs,
+            last_offset_delta=lod,
+            base_timestamp=bts,
+            max_timestamp=mts,
+            producer_id=pid,
+            producer_epoch=pep,
+            base_sequence=seq,
+            record_count=count,
+        )
+
+    @property
+    def compression(self) -> Compression:
+        return _compression(self.attributes, self.base_offset)
+
+    @property
+    def timestamp_type(self) -> TimestampType:
+        return (
+            TimestampType.LOG_APPEND_TIME
+            if self.attributes & TIMESTAMP_TYPE_MASK
+            else TimestampType.CREATE_TIME
+        )
+
+    @property
+    def is_transactional(self) -> bool:
+        return bool(self.attributes & TRANSACTIONAL_MASK)
+
+    @property
+    def is_control(self) -> bool:
+        return bool(self.attributes & CONTROL_MASK)
+
+    @property
+    def last_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta
+
+    @property
+    def next_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta + 1
+
+    @property
+    def size_in_bytes(self) -> int:
+        return self.batch_length + LOG_OVERHEAD
+
+
+def _compression(attributes: int, base_offset: int) -> Compression:
+    codec = attributes & COMPRESSION_MASK
+    try:
+        return Compression(codec)
+    except ValueError:
+        raise CorruptRecord(f"batch at offset {base_offset}: unknown compression type id {codec}") from None
+
+
+# --- reading headers and checking batches -----------------------------------------------------------
+
+
+def read_header(buf: bytes | bytearray | memoryview, pos: int = 0) -> BatchHeader:
+    """Parse the batch header at ``pos`` (no checks beyond "61 bytes are there")."""
+    if len(buf) - pos < HEADER_SIZE:
+        raise CorruptRecord(
+            f"truncated batch header at position {pos}: {max(0, len(buf) - pos)} bytes, need {HEADER_SIZE}"
+        )
+    return BatchHeader.from_fields(_HEADER.unpack_from(buf, pos))
+
+
+def check_batch(buf: bytes | bytearray | memoryview, pos: int = 0) -> tuple[int, ...]:
+    """The header fields of the batch at ``pos`` as a tuple, after every check ``validate_batch`` makes.
+
+    The log's hot path uses this form: one ``struct`` unpack and one CRC per batch, no objects.
+    """
+    remaining = len(buf) - pos
+    if remaining < HEADER_SIZE:
+        raise CorruptRecord(
+            f"truncated batch at position {pos}: {max(0, remaining)} bytes, a header needs {HEADER_SIZE}"
+        )
+    fields = _HEADER.unpack_from(buf, pos)
+    base_offset, length, magic = fields[0], fields[1], fields[3]
+    if length < MIN_BATCH_LENGTH:
+        raise CorruptRecord(
+            f"batch at position {pos} (base offset {base_offset}): batch length {length} "
+            f"is below the {MIN_BATCH_LENGTH}-byte minimum"
+        )
+    if magic != MAGIC:
+        raise CorruptRecord(
+            f"batch at position {pos} (base offset {base_offset}): magic byte {magic}, "
+            f"expected {MAGIC} (only RecordBatch v2 is supported)"
+        )
+    end = pos + LOG_OVERHEAD + length
+    if end > len(buf):
+        raise CorruptRecord(
+            f"truncated batch at position {pos} (base offset {base_offset}): "
+            f"it declares {LOG_OVERHEAD + length} bytes, only {remaining} are there"
+        )
+    stored = fields[4]
+    computed = crc32c.crc32c(memoryview(buf)[pos + ATTRIBUTES_POS : end])
+    if stored != computed:
+        raise CorruptRecord(
+            f"batch at position {pos} (base offset {base_offset}): CRC-32C mismatch, "
+            f"stored {stored:#010x}, computed {computed:#010x}"
+        )
+    last_offset_delta, count = fields[6], fields[12]
+    if last_offset_delta < 0 or count < 0 or count > last_offset_delta + 1:
+        raise CorruptRecord(
+            f"batch at position {pos} (base offset {base_offset}): record count {count} does not fit "
+            f"last offset delta {last_offset_delta}"
+        )
+    if fields[5] & COMPRESSION_MASK > Compression.ZSTD:
+        _compression(fields[5], base_offset)
+    return fields
+
+
+def validate_batch(buf: bytes | bytearray | memoryview, pos: int = 0) -> BatchHeader:
+    """Check the batch at ``pos``: length sane, magic 2, CRC-32C matches, record count fits the offsets.
+
+    Raises CorruptRecord saying which check failed and where.
+    """
+    return BatchHeader.from_fields(check_batch(buf, pos))
+
+
+def iter_headers(buf: bytes | bytearray | memoryview) -> Iterator[tuple[int, BatchHeader]]:
+    """(position, header) for each batch of a buffer of concatenated batches; CorruptRecord on a torn one.
+
+    Headers only: use ``validate_batch`` to check CRCs.
+    """
+    pos, size = 0, len(buf)
+    while pos < size:
+        header = read_header(buf, pos)
+        if header.batch_length < MIN_BATCH_LENGTH or pos + header.size_in_bytes > size:
+            raise CorruptRecord(
+                f"truncated batch at position {pos} (base offset {header.base_offset}): "
+                f"batch length {header.batch_length}, {size - pos} bytes remain"
+            )
+        yield pos, header
+        pos += header.size_in_bytes
+
+
+def patch_base_offset(
+    buf: bytearray | memoryview, pos: int, base_offset: int, partition_leader_epoch: int
+) -> None:
+    """Set baseOffset and partitionLeaderEpoch in place: both lie outside the CRC, which stays valid."""
+    _INT64.pack_into(buf, pos + BASE_OFFSET_POS, base_offset)
+    _INT32.pack_into(buf, pos + PARTITION_LEADER_EPOCH_POS, partition_leader_epoch)
+
+
+# --- varints ---------------------------------------------------------------------------------------
+
+
+def _write_varint(out: bytearray, value: int) -> None:
+    """Zig-zag then base-128, as Kafka's ByteUtils.writeVarint / writeVarlong."""
+    v = (value << 1) ^ (value >> 63)
+    while v >= 0x80:
+        out.append((v & 0x7F) | 0x80)
+        v >>= 7
+    out.append(v)
+
+
+def _read_varint(data: bytes, pos: int) -> tuple[int, int]:
+    b = data[pos]
+    pos += 1
+    if b < 0x80:
+        return (b >> 1) ^ -(b & 1), pos
+    result, shift = b & 0x7F, 7
+    while True:
+        b = data[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if b < 0x80:
+            return (result >> 1) ^ -(result & 1), pos
+        shift += 7
+        if shift > 63:
+            raise ValueError("varint longer than 10 bytes")
+
+
+# --- encoding --------------------------------------------------------------------------------------
+
+
+def _encode_record(
+    out: bytearray,
+    offset_delta: int,
+    timestamp_delta: int,
+    key: bytes | None,
+    value: bytes | None,
+    headers: Sequence[tuple[str, bytes | None]],
+) -> None:
+    body = bytearray(b"\x00")  # record attributes: unused, always 0
+    _write_varint(body, timestamp_delta)
+    _write_varint(body, offset_delta)
+    if key is None:
+        body.append(1)  # zig-zag(-1)
+    else:
+        _write_varint(body, len(key))
+        body += key
+    if value is None:
+        body.append(1)
+    else:
+        _write_varint(body, len(value))
+        body += value
+    _write_varint(body, len(headers))
+    for header_key, header_value in headers:
+        encoded = header_key.encode()
+        _write_varint(body, len(encoded))
+        body += encoded
+        if header_value is None:
+            body.append(1)
+        else:
+            _write_varint(body, len(header_value))
+            body += header_value
+    _write_varint(out, len(body))
+    out += body
+
+
+def _assemble(
+    body: bytes | bytearray,
+    *,
+    base_offset: int,
+    last_offset_delta: int,
+    record_count: int,
+    base_timestamp: int,
+    max_timestamp: int,
+    compression: Compression,
+    producer_id: int,
+    producer_epoch: int,
+    base_sequence: int,
+    partition_leader_epoch: int,
+    is_transactional: bool,
+    is_control: bool = False,
+    timestamp_type: TimestampType = TimestampType.CREATE_TIME,
+) -> bytes:
+    if compression == Compression.GZIP:
+        payload: bytes | bytearray = gzip.compress(bytes(body), compresslevel=_GZIP_LEVEL, mtime=0)
+    elif compression == Compression.NONE:
+        payload = body
+    else:
+        raise UnsupportedCompressionType(
+            f"compression {compression.name.lower()} is not supported (none and gzip are)"
+        )
+    attributes = (
+        int(compression)
+        | (TIMESTAMP_TYPE_MASK if timestamp_type == TimestampType.LOG_APPEND_TIME else 0)
+        | (TRANSACTIONAL_MASK if is_transactional else 0)
+        | (CONTROL_MASK if is_control else 0)
+    )
+    header = bytearray(
+        _HEADER.pack(
+            base_offset,
+            HEADER_SIZE - LOG_OVERHEAD + len(payload),
+            partition_leader_epoch,
+            MAGIC,
+            0,
+            attributes,
+            last_offset_delta,
+            base_timestamp,
+            max_timestamp,
+            producer_id,
+            producer_epoch,
+            base_sequence,
+            record_count,
+        )
+    )
+    crc = crc32c.crc32c(payload, crc32c.crc32c(memoryview(header)[ATTRIBUTES_POS:]))
+    struct.pack_into(">I", header, CRC_POS, crc)
+    return bytes(header + payload)
+
+
+def encode_batch(
+    records: Sequence[Record],
+    *,
+    base_offset: int | None = None,
+    last_offset_delta: int | None = None,
+    compression: Compression = Compression.NONE,
+    producer_id: int = NO_PRODUCER_ID,
+    producer_epoch: int = NO_PRODUCER_EPOCH,
+    base_sequence: int = NO_SEQUENCE,
+    partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH,
+    is_transactional: bool = False,
+    is_control: bool = False,
+) -> bytes:
+    """One batch holding ``records`` at their own offsets and timestamps (the log cleaner's writer).
+
+    ``base_offset`` and ``last_offset_delta`` default to the records' first and last offsets; the
+    cleaner passes the original batch's, so a rewritten batch keeps its offset range, as in Kafka.
+    """
+    if not records:
+        raise IllegalArgument("a record batch needs at least one record")
+    base = records[0].offset if base_offset is None else base_offset
+    base_timestamp = records[0].timestamp
+    body = bytearray()
+    previous = base - 1
+    for record in records:
+        delta = record.offset - base
+        if record.offset <= previous or delta > _INT32_MAX:
+            raise IllegalArgument(
+                f"record offsets must increase within a batch from {base}: got {record.offset}"
+            )
+        previous = record.offset
+        _encode_record(
+            body, delta, record.timestamp - base_timestamp, record.key, record.value, record.headers
+        )
+    last_delta = records[-1].offset - base if last_offset_delta is None else last_offset_delta
+    if last_delta < records[-1].offset - base:
+        raise IllegalArgument(
+            f"last offset delta {last_delta} is below the last record's offset {records[-1].offset}"
+        )
+    return _assemble(
+        body,
+        base_offset=base,
+        last_offset_delta=last_delta,
+        record_count=len(records),
+        base_timestamp=base_timestamp,
+        max_timestamp=max(r.timestamp for r in records),
+        compression=compression,
+        producer_id=producer_id,
+        producer_epoch=producer_epoch,
+        base_sequence=base_sequence,
+        partition_leader_epoch=partition_leader_epoch,
+        is_transactional=is_transactional,
+        is_control=is_control,
+    )
+
+
+def build_batch(
+    records: Sequence[tuple[bytes | None, bytes | None] | SimpleRecord],
+    *,
+    base_offset: int = 0,
+    timestamp_ms: int,
+    compression: Compression = Compression.NONE,
+    producer_id: int = NO_PRODUCER_ID,
+    producer_epoch: int = NO_PRODUCER_EPOCH,
+    base_sequence: int = NO_SEQUENCE,
+    partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH,
+    is_transactional: bool = False,
+) -> bytes:
+    """A batch of ``(key, value)`` pairs or ``SimpleRecord``s at consecutive offsets from ``base_offset``.
+
+    Records without their own timestamp get ``timestamp_ms``.
+    """
+    builder = BatchBuilder(
+        batch_size=_INT32_MAX,
+        compression=compression,
+        producer_id=producer_id,
+        producer_epoch=producer_epoch,
+        base_sequence=base_sequence,
+        is_transactional=is_transactional,
+        base_offset=base_offset,
+        partition_leader_epoch=partition_leader_epoch,
+    )
+    for item in records:
+        if isinstance(item, SimpleRecord):
+            ts = timestamp_ms if item.timestamp is None else item.timestamp
+            builder.append(item.key, item.value, item.headers, timestamp_ms=ts)
+        else:
+            builder.append(item[0], item[1], timestamp_ms=timestamp_ms)
+    return builder.build()
+
+
+class BatchBuilder:
+    """Accumulates records for one batch, as a producer does up to ``batch.size`` bytes.
+
+    ``append`` returns False (and adds nothing) when the record would take the batch past
+    ``batch_size``; the first record always fits, however large, as in Kafka's accumulator.
+    The size estimate is uncompressed, so a gzip batch comes out smaller than estimated.
+    """
+
+    def __init__(
+        self,
+        *,
+        batch_size: int = 16384,
+        compression: Compression = Compression.NONE,
+        producer_id: int = NO_PRODUCER_ID,
+        producer_epoch: int = NO_PRODUCER_EPOCH,
+        base_sequence: int = NO_SEQUENCE,
+        is_transactional: bool = False,
+        base_offset: int = 0,
+        partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH,
+    ) -> None:
+        if compression not in (Compression.NONE, Compression.GZIP):
+            raise UnsupportedCompressionType(
+                f"compression {compression.name.lower()} is not supported (none and gzip are)"
+            )
+        self.batch_size = batch_size
+        self.compression = compression
+        self.producer_id = producer_id
+        self.producer_epoch = producer_epoch
+        self.base_sequence = base_sequence
+        self.is_transactional = is_transactional
+        self.base_offset = base_offset
+        self.partition_leader_epoch = partition_leader_epoch
+        self._body = bytearray()
+        self._count = 0
+        self._base_timestamp = NO_TIMESTAMP
+        self._max_timestamp = NO_TIMESTAMP
+
+    @property
+    def record_count(self) -> int:
+        return self._count
+
+    @property
+    def estimated_size_in_bytes(self) -> int:
+        return HEADER_SIZE + len(self._body)
+
+    def append(
+        self,
+        key: bytes | None,
+        value: bytes | None,
+        headers: Sequence[tuple[str, bytes | None]] = (),
+        *,
+        timestamp_ms: int,
+    ) -> bool:
+        """Add a record if it fits; True when added."""
+        if self._count == 0:
+            self._base_timestamp = timestamp_ms
+        encoded = bytearray()
+        _encode_record(encoded, self._count, timestamp_ms - self._base_timestamp, key, value, headers)
+        if self._count > 0 and HEADER_SIZE + len(self._body) + len(encoded) > self.batch_size:
+            return False
+        self._body += encoded
+        self._count += 1
+        self._max_timestamp = max(self._max_timestamp, timestamp_ms)
+        return True
+
+    def build(self) -> bytes:
+        if self._count == 0:
+            raise IllegalArgument("a record batch needs at least one record")
+        return _assemble(
+            self._body,
+            base_offset=self.base_offset,
+            last_offset_delta=self._count - 1,
+            record_count=self._count,
+            base_timestamp=self._base_timestamp,
+            max_timestamp=self._max_timestamp,
+            compression=self.compression,
+            producer_id=self.producer_id,
+            producer_epoch=self.producer_epoch,
+            base_sequence=self.base_sequence,
+            partition_leader_epoch=self.partition_leader_epoch,
+            is_transactional=self.is_transactional,
+        )
+
+
+# --- decoding --------------------------------------------------------------------------------------
+
+
+def batch_payload(buf: bytes | bytearray | memoryview, pos: int, header: BatchHeader) -> bytes:
+    """The batch's record bytes, decompressed."""
+    raw = bytes(memoryview(buf)[pos + HEADER_SIZE : pos + header.size_in_bytes])
+    compression = header.compression
+    if compression == Compression.NONE:
+        return raw
+    if compression == Compression.GZIP:
+        try:
+            return gzip.decompress(raw)
+        except (OSError, EOFError, zlib.error) as e:
+            raise CorruptRecord(
+                f"batch at offset {header.base_offset}: gzip payload does not decompress: {e}"
+            ) from e
+    raise UnsupportedCompressionType(
+        f"batch at offset {header.base_offset} uses {compression.name.lower()} compression; "
+        f"this lab reads none and gzip"
+    )
+
+
+def decode_records(buf: bytes | bytearray | memoryview, pos: int = 0) -> list[Record]:
+    """Check the batch at ``pos`` (as ``validate_batch``) and decode its records, decompressing gzip."""
+    header = validate_batch(buf, pos)
+    data = batch_payload(buf, pos, header)
+    log_append_time = header.max_timestamp if header.timestamp_type == TimestampType.LOG_APPEND_TIME else None
+    try:
+        return _decode_record_set(data, header, log_append_time)
+    except (IndexError, ValueError, UnicodeDecodeError) as e:
+        raise CorruptRecord(f"batch at offset {header.base_offset}: malformed records: {e}") from e
+
+
+def _decode_record_set(data: bytes, header: BatchHeader, log_append_time: int | None) -> list[Record]:
+    records: list[Record] = []
+    pos = 0
+    base_offset, base_timestamp = header.base_offset, header.base_timestamp
+    for index in range(header.record_count):
+        length, pos = _read_varint(data, pos)
+        end = pos + length
+        if length < 1 or end > len(data):
+            raise ValueError(f"record {index} declares {length} bytes, {len(data) - pos} remain")
+        pos += 1  # record attributes
+        timestamp_delta, pos = _read_varint(data, pos)
+        offset_delta, pos = _read_varint(data, pos)
+        key_length, pos = _read_varint(data, pos)
+        key = None if key_length < 0 else data[pos : pos + key_length]
+        pos += max(key_length, 0)
+        value_length, pos = _read_varint(data, pos)
+        value = None if value_length < 0 else data[pos : pos + value_length]
+        pos += max(value_length, 0)
+        header_count, pos = _read_varint(data, pos)
+        headers: list[tuple[str, bytes | None]] = []
+        for _ in range(header_count):
+            hk_length, pos = _read_varint(data, pos)
+            if hk_length < 0:
+                raise ValueError(f"record {index} has a header with a null key")
+            header_key = data[pos : pos + hk_length].decode()
+            pos += hk_length
+            hv_length, pos = _read_varint(data, pos)
+            header_value = None if hv_length < 0 else data[pos : pos + hv_length]
+            pos += max(hv_length, 0)
+            headers.append((header_key, header_value))
+        if pos != end:
+            raise ValueError(f"record {index} declares {length} bytes, its fields take {length + pos - end}")
+        if offset_delta < 0 or offset_delta > header.last_offset_delta:
+            raise ValueError(
+                f"record {index} has offset delta {offset_delta}, outside 0..{header.last_offset_delta}"
+            )
+        records.append(
+            Record(
+                offset=base_offset + offset_delta,
+                timestamp=base_timestamp + timestamp_delta if log_append_time is None else log_append_time,
+                key=key,
+                value=value,
+                headers=tuple(headers),
+            )
+        )
+    if pos != len(data):
+        raise ValueError(f"{len(data) - pos} bytes left after {header.record_count} records")
+    return records
+
+
+def iter_batches(buf: bytes | bytearray | memoryview) -> Iterator[tuple[int, BatchHeader]]:
+    """Like ``iter_headers`` but checks each batch's CRC too."""
+    pos, size = 0, len(buf)
+    while pos < size:
+        header = validate_batch(buf, pos)
+        yield pos, header
+        pos += header.size_in_bytes
+
+
+def iter_records(buf: bytes | bytearray | memoryview) -> Iterator[Record]:
+    """Every record of a buffer of concatenated batches, in order."""
+    for pos, _header in iter_batches(buf):
+        yield from decode_records(buf, pos)

@@ -1,0 +1,149 @@
+"""A JSON-safe picture of a cluster at one instant: what the dashboard draws and the API returns.
+
+Partition state comes from the controller (what ZooKeeper says), refreshed by
+the leader's own view where the leader is ahead (an ISR change the controller
+has not heard of yet). Each replica's log markers come from that broker's own
+log. Nothing here is invented for the picture.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from lab.engine.broker import Broker, BrokerState
+from lab.engine.ids import TopicPartition
+
+if TYPE_CHECKING:
+    from lab.engine.cluster import Cluster
+
+
+def broker_state(cluster: Cluster, broker: Broker) -> str:
+    if broker.state is BrokerState.DEAD:
+        return "killed"
+    if broker.state is BrokerState.STOPPED:
+        return "stopped"
+    if broker.state is BrokerState.PAUSED:
+        return "paused"
+    if cluster.isolation.get(broker.id):
+        return "isolated"
+    if broker.id in cluster.slow:
+        return "slow"
+    if broker.state is BrokerState.STARTING:
+        return "starting"
+    return "alive"
+
+
+def _controller_view(
+    cluster: Cluster,
+) -> tuple[dict[TopicPartition, tuple[int, ...]], dict[TopicPartition, Any], dict[str, dict[str, str]], int]:
+    """What the newest controller knows (or knew, if it is gone): assignments, states, configs, epoch."""
+    ctx = cluster.ctx.controller_context
+    if ctx is None:
+        return {}, {}, {}, 0
+    return ctx.assignments, ctx.states, ctx.topic_configs, ctx.epoch
+
+
+def replica_log(broker: Broker, tp: TopicPartition, *, segments: bool = False) -> dict[str, Any] | None:
+    partition = broker.partitions.get(tp)
+    if partition is None:
+        return None
+    log = partition.log
+    latest = log.leader_epoch_cache.latest_epoch
+    out: dict[str, Any] = {
+        "log_start_offset": log.log_start_offset,
+        "high_watermark": partition.high_watermark,
+        "log_end_offset": log.log_end_offset,
+        "leader_epoch": -1 if latest is None else latest,
+        "online": broker.alive,
+        "role": "leader" if partition.is_leader else ("follower" if partition.leader >= 0 else "none"),
+    }
+    if segments:
+        out["segments"] = [
+            {"base_offset": s.base_offset, "next_offset": s.next_offset, "size": s.size_in_bytes}
+            for s in log.segments
+        ]
+    return out
+
+
+def partition_view(cluster: Cluster, tp: TopicPartition, *, segments: bool = False) -> dict[str, Any]:
+    assignments, states, _, _ = _controller_view(cluster)
+    replicas = list(assignments.get(tp, ()))
+    state = states.get(tp)
+    leader = state.leader if state is not None else -1
+    epoch = state.leader_epoch if state is not None else -1
+    isr = list(state.isr) if state is not None else []
+    # The leader may have changed the ISR more recently than the controller heard.
+    if leader >= 0 and leader in cluster.brokers:
+        lb = cluster.brokers[leader]
+        lp = lb.partitions.get(tp)
+        if lb.alive and lp is not None and lp.is_leader and lp.leader_epoch == epoch:
+            isr = list(lp.isr)
+    live = {b.id for b in cluster.brokers.values() if b.alive}
+    logs: dict[str, Any] = {}
+    for r in replicas:
+        broker = cluster.brokers.get(r)
+        if broker is not None:
+            view = replica_log(broker, tp, segments=segments)
+            if view is not None:
+                logs[str(r)] = view
+    return {
+        "partition": tp.partition,
+        "replicas": replicas,
+        "leader": leader,
+        "leader_epoch": epoch,
+        "isr": isr,
+        "offline": leader < 0 or leader not in live,
+        "under_replicated": len(isr) < len(replicas),
+        "logs": logs,
+    }
+
+
+def take(cluster: Cluster, *, segments: bool = False) -> dict[str, Any]:
+    assignments, _, configs, controller_epoch = _controller_view(cluster)
+    topics: dict[str, Any] = {}
+    for tp in sorted(assignments):
+        topic = topics.setdefault(tp.topic, {"config": configs.get(tp.topic, {}), "partitions": []})
+        topic["partitions"].append(partition_view(cluster, tp, segments=segments))
+    controller = cluster.controller_id()
+    brokers = []
+    for broker_id in cluster.broker_ids:
+        broker = cluster.brokers[broker_id]
+        brokers.append(
+            {
+                "id": broker_id,
+                "state": broker_state(cluster, broker),
+                "controller": broker_id == controller,
+                "isolated_from": sorted(cluster.isolation.get(broker_id, set())),
+                "slow_ms": cluster.slow.get(broker_id, 0),
+                "session": None if broker.session is None else broker.session.state.value,
+                "broker_epoch": broker.broker_epoch,
+                "backlog": broker.gate.backlog,
+            }
+        )
+    snapshot: dict[str, Any] = {
+        "name": cluster.name,
+        "time_ms": cluster.now_ms,
+        "store": "zookeeper" if cluster.store.realtime else "memory",
+        "controller": controller,
+        "controller_epoch": controller_epoch,
+        "brokers": brokers,
+        "topics": topics,
+        "groups": {},
+        "clients": [],
+        "in_flight": [
+            {
+                "id": env.id,
+                "kind": env.kind,
+                "src": env.src,
+                "dst": env.dst,
+                "sent_ms": env.sent_ms,
+                "deliver_ms": env.deliver_ms,
+                "response": env.is_response,
+            }
+            for env in cluster.network.in_flight()
+        ],
+        "journal_seq": cluster.journal.last_seq,
+    }
+    for hook in cluster.snapshot_hooks:
+        hook(snapshot)
+    return snapshot

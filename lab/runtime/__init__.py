@@ -1,0 +1,1 @@
+"""Live labs: one driver per running cluster, wall time, command inbox, channel-layer pushes."""

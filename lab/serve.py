@@ -1,0 +1,124 @@
+"""``make run``: start ZooKeeper, migrate, serve the lab with daphne; stop it all on exit.
+
+    python -m lab.serve [--host 127.0.0.1] [--port 8000]
+
+Without ``LAB_ZOOKEEPER`` a managed ZooKeeper runs under ``<LAB_DATA_DIR>/zookeeper``
+(its log is ``zookeeper.log`` there) and its address is handed to Django through
+``LAB_ZOOKEEPER``. Daphne runs in this process; Ctrl-C or SIGTERM stops daphne,
+then ZooKeeper, and the process exits with nothing left behind.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import socket
+import sys
+from pathlib import Path
+from types import FrameType
+
+from lab.zookeeper_server import (
+    ENV_VAR,
+    ManagedZooKeeper,
+    ZooKeeperNotInstalled,
+    ZooKeeperStartError,
+    default_data_dir,
+    zookeeper_status,
+)
+
+MANAGED_DIR_ENV_VAR = "LAB_ZOOKEEPER_MANAGED_DIR"
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    # SIGTERM takes the same way out as Ctrl-C, so every `finally` runs.
+    raise KeyboardInterrupt
+
+
+def _port_is_free(host: str, port: int) -> bool:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def _say(message: str) -> None:
+    print(message, flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m lab.serve", description=__doc__.splitlines()[0])
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=8000, help="port to listen on (default 8000)")
+    args = parser.parse_args(argv)
+
+    signal.signal(signal.SIGTERM, _interrupt)
+    if not _port_is_free(args.host, args.port):
+        _say(
+            f"Port {args.port} on {args.host} is in use (another `make run`?). "
+            f"Stop it, or pick another port: make run PORT={args.port + 1}"
+        )
+        return 1
+
+    data_dir = default_data_dir()
+    data_dir.mkdir(parents=True, exist_ok=True)
+    os.environ["LAB_DATA_DIR"] = str(data_dir)
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "lab.settings")
+
+    zookeeper: ManagedZooKeeper | None = None
+    try:
+        hosts = os.environ.get(ENV_VAR, "").strip()
+        if hosts:
+            status = zookeeper_status(hosts)
+            answer = (
+                f"answers, version {status.version}"
+                if status.answered
+                else f"DOES NOT ANSWER: {status.error}"
+            )
+            _say(f"ZooKeeper: {hosts} from {ENV_VAR} ({answer})")
+        else:
+            zookeeper = ManagedZooKeeper(data_dir / "zookeeper")
+            _say("ZooKeeper: starting a managed server...")
+            hosts = zookeeper.start(timeout_s=60)
+            os.environ[ENV_VAR] = hosts
+            os.environ[MANAGED_DIR_ENV_VAR] = str(zookeeper.base_dir)
+            _say(f"ZooKeeper: {hosts} (managed, pid {zookeeper.pid}, log {zookeeper.log_path})")
+
+        import django
+        from django.core.management import call_command
+
+        django.setup()
+        call_command("migrate", interactive=False, verbosity=0)
+        _say(f"Database: {Path(data_dir) / 'db.sqlite3'} (migrated)")
+
+        # Imported late: daphne installs Twisted's asyncio reactor on import.
+        from daphne.cli import CommandLineInterface
+
+        _say(f"Kafka Lab: http://{args.host}:{args.port}/  (Ctrl-C stops the lab and ZooKeeper)")
+        # Daphne's reactor handles SIGINT and SIGTERM itself and returns here.
+        CommandLineInterface().run(["--bind", args.host, "--port", str(args.port), "lab.asgi:application"])
+    except KeyboardInterrupt:
+        pass
+    except ZooKeeperNotInstalled as error:
+        _say(f"Cannot start ZooKeeper: {error}")
+        return 1
+    except ZooKeeperStartError as error:
+        _say(f"ZooKeeper did not start: {error}")
+        return 1
+    finally:
+        # A second Ctrl-C must not cut the teardown short.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        if zookeeper is not None:
+            _say("ZooKeeper: stopping...")
+            zookeeper.stop()
+        _say("Kafka Lab stopped.")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

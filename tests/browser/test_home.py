@@ -1,0 +1,36 @@
+"""The home page in a real browser."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from playwright.sync_api import Page, expect
+
+from tests.lab_server import LabServer
+
+
+def test_home_shows_zookeeper_answering(page: Page, live_lab: LabServer, artifacts: Path) -> None:
+    page.goto(live_lab.url + "/")
+
+    expect(page.get_by_role("heading", level=1)).to_have_text("The lab is up")
+    card = page.locator("#zookeeper-status")
+    expect(card).to_contain_text("ZooKeeper answers at")
+    expect(card.locator("dd").first).to_have_text(re.compile(r"^\d+\.\d+\.\d+$"))
+    expect(page.get_by_text("No cluster is running in this server.")).to_be_visible()
+    assert page.evaluate("htmx.version").startswith("2.0.")
+
+    page.screenshot(path=artifacts / "home-light.png", full_page=True)
+    page.emulate_media(color_scheme="dark")
+    page.screenshot(path=artifacts / "home-dark.png", full_page=True)
+
+
+def test_htmx_refreshes_the_zookeeper_card(page: Page, live_lab: LabServer) -> None:
+    page.goto(live_lab.url + "/")
+
+    with page.expect_response(lambda r: r.url.endswith("/status/zookeeper/"), timeout=15_000) as refresh:
+        pass
+    assert refresh.value.status == 200
+    assert refresh.value.request.headers.get("hx-request") == "true"
+    assert refresh.value.request.headers.get("x-csrftoken")
+    expect(page.locator("#zookeeper-status")).to_contain_text("ZooKeeper answers at")

@@ -1,0 +1,76 @@
+"""`python -m lab.serve`, what `make run` runs: serves the lab, and leaves nothing behind when stopped."""
+
+from __future__ import annotations
+
+import signal
+import socket
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from tests.lab_server import LabServer
+from tests.processes import alive, pids_mentioning
+
+
+def _get(url: str) -> str:
+    with urllib.request.urlopen(url, timeout=10) as response:
+        body: bytes = response.read()
+        return body.decode()
+
+
+@pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "Ctrl-C"])
+def test_serves_with_a_managed_zookeeper_and_stops_everything(tmp_path: Path, how: signal.Signals) -> None:
+    server = LabServer(tmp_path)
+    try:
+        url = server.start()
+        home = _get(url + "/")
+        assert "ZooKeeper answers at" in home
+        assert "started by <code>make run</code>" in home
+        javas = pids_mentioning(str(tmp_path / "zookeeper"))
+        assert len(javas) == 1, f"expected one managed ZooKeeper, found {javas}"
+        assert _get(url + "/static/vendor/htmx.min.js").startswith("var htmx=")
+
+        assert server.stop(how) == 0, server.output()
+    finally:
+        server.stop(signal.SIGKILL)
+    # lab.serve stopped and reaped ZooKeeper itself before exiting: nothing to wait for.
+    assert not alive(javas[0])
+    assert pids_mentioning(str(tmp_path)) == []
+    output = server.output()
+    assert "ZooKeeper: stopping..." in output
+    assert output.rstrip().endswith("Kafka Lab stopped.")
+    assert (tmp_path / "db.sqlite3").is_file(), "migrate should have created the database in LAB_DATA_DIR"
+
+
+def test_lab_zookeeper_is_used_and_nothing_started(tmp_path: Path, zookeeper: str) -> None:
+    server = LabServer(tmp_path, zookeeper=zookeeper)
+    try:
+        url = server.start()
+        home = _get(url + "/")
+        assert f"LAB_ZOOKEEPER={zookeeper}" in home
+        assert "ZooKeeper answers at" in home
+        assert pids_mentioning(str(tmp_path)) == []  # no java with a config under our data dir
+        assert not (tmp_path / "zookeeper").exists()
+    finally:
+        assert server.stop() == 0, server.output()
+
+
+def test_port_in_use_is_refused_clearly_before_starting_anything(tmp_path: Path) -> None:
+    server = LabServer(tmp_path)
+    with socket.create_server(("127.0.0.1", server.port)):
+        assert server.run_to_exit() == 1
+    output = server.output()
+    assert f"Port {server.port} on 127.0.0.1 is in use" in output
+    assert f"make run PORT={server.port + 1}" in output
+    assert "Traceback" not in output
+    assert not (tmp_path / "zookeeper").exists()
+
+
+def test_without_java_it_says_what_to_install(tmp_path: Path) -> None:
+    server = LabServer(tmp_path, env={"PATH": str(tmp_path / "empty-bin")})
+    assert server.run_to_exit() == 1
+    output = server.output()
+    assert "Cannot start ZooKeeper: Java is not installed" in output
+    assert "apt-get install -y zookeeper" in output
+    assert "Traceback" not in output
