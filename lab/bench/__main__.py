@@ -18,9 +18,13 @@ def available() -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m lab.bench", description="Run one of the lab's benchmarks.")
+    parser = argparse.ArgumentParser(
+        prog="python -m lab.bench", description="Run one of the lab's benchmarks."
+    )
     parser.add_argument("name", help=f"one of: {', '.join(available())}")
-    parser.add_argument("--quick", action="store_true", help="a short run (seconds), for tests and smoke checks")
+    parser.add_argument(
+        "--quick", action="store_true", help="a short run (seconds), for tests and smoke checks"
+    )
     args = parser.parse_args(argv)
     if args.name not in available():
         print(f"unknown benchmark {args.name!r}; available: {', '.join(available())}", file=sys.stderr)

@@ -41,10 +41,6 @@ def _template_batch() -> bytes:
     return build_batch([(None, value)] * BATCH_RECORDS, timestamp_ms=1_700_000_000_000)
 
 
-def _best(runs: list[float]) -> float:
-    return min(runs)
-
-
 def _raw_append(path: Path, batches: list[bytes]) -> float:
     start = time.perf_counter()
     with open(path, "wb") as f:
@@ -112,8 +108,8 @@ def _measure(root: Path, batches: list[bytes], segment_bytes: int, repeats: int)
         ("storage_append", "raw_file_append", log_append, raw_append, {}),
         ("storage_read", "raw_file_read", log_read, raw_read, {"max_bytes": FETCH_BYTES}),
     ):
-        ours_rate = records / _best(ours)
-        baseline_rate = records / _best(theirs)
+        ours_rate = records / min(ours)
+        baseline_rate = records / min(theirs)
         _emit(
             {
                 "bench": bench,
@@ -133,7 +129,9 @@ def _layout(root: Path) -> None:
     log = PartitionLog.open(root / "layout-0", config, now_ms=0)
     value = bytes(RECORD_BYTES)
     for i in range(200):
-        log.append_as_leader(build_batch([(b"k", value)] * 10, timestamp_ms=i), leader_epoch=i // 100, now_ms=0)
+        log.append_as_leader(
+            build_batch([(b"k", value)] * 10, timestamp_ms=i), leader_epoch=i // 100, now_ms=0
+        )
     log.close()
     directory = log.dir
     names = sorted(p.name for p in directory.iterdir())
@@ -147,9 +145,14 @@ def _layout(root: Path) -> None:
         if len(index) % 8 or len(timeindex) % 12:
             problems.append(f"{log_file.stem}: index sizes {len(index)}, {len(timeindex)}")
         for relative, position in struct.iter_unpack(">ii", index):
-            batch_base, last_delta = struct.unpack_from(">q", data, position)[0], struct.unpack_from(">i", data, position + 23)[0]
+            batch_base, last_delta = (
+                struct.unpack_from(">q", data, position)[0],
+                struct.unpack_from(">i", data, position + 23)[0],
+            )
             if batch_base + last_delta != base + relative:
-                problems.append(f"{log_file.stem}: index entry ({relative}, {position}) does not point at its batch")
+                problems.append(
+                    f"{log_file.stem}: index entry ({relative}, {position}) does not point at its batch"
+                )
         index_entries += len(index) // 8
         timeindex_entries += len(timeindex) // 12
     _emit(
@@ -176,6 +179,15 @@ def main(quick: bool = False) -> None:
     batches = [template] * (records // BATCH_RECORDS)
     with tempfile.TemporaryDirectory(prefix="lab-bench-storage-") as tmp:
         root = Path(tmp)
+        # A short unreported pass first, so neither side pays for cold caches or first allocations.
+        warm_up = root / "warm-up"
+        warm_up.mkdir()
+        for _ in range(2):
+            _, log = _log_append(warm_up / "warm-0", LogConfig(), batches[:50])
+            _log_read(log)
+            log.delete()
+            _raw_append(warm_up / "raw.log", batches[:50])
+            _raw_read(warm_up / "raw.log")
         _measure(root, batches, LogConfig().segment_bytes, repeats)
         _measure(root, batches, SMALL_SEGMENT_BYTES, repeats)
         _layout(root)

@@ -15,7 +15,7 @@ import contextlib
 import enum
 import re
 import shutil
-from collections.abc import Callable, Coroutine, Iterable
+from collections.abc import Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -164,7 +164,7 @@ class MetadataCache:
 class DelayedProduce:
     """An acks=all produce waiting for the ISR to have its records (Kafka's produce purgatory)."""
 
-    request: Envelope
+    respond: Callable[[dict[TopicPartition, ProducePartitionResult]], None]
     results: dict[TopicPartition, ProducePartitionResult]
     required: dict[TopicPartition, int]  # offset the HW must reach
     timer: Timer | None = None
@@ -207,6 +207,9 @@ class Broker:
         self.controller_id: BrokerId = -1
         self.controller_epoch_seen = -1
         self.stats = BrokerStats()
+        from lab.engine.groups import GroupCoordinator
+
+        self.groups = GroupCoordinator(self)
         self._watches = _Watches()
         self._jobs = SerialQueue(self._job_failed)
         self._link = LinkState.OPEN
@@ -501,18 +504,37 @@ class Broker:
         handler(self, env)
 
     def _extra_handler(self, body: Any) -> Callable[[Broker, Envelope], None] | None:
-        """Requests served by parts beyond replication (the group coordinator, later)."""
-        return None
+        """Requests served beyond replication: the group coordinator's."""
+        handler = self.groups.handler(body)
+        if handler is None:
+            return None
+        return lambda _broker, env: handler(env)
 
     # Produce.
 
     def _on_produce(self, env: Envelope) -> None:
         req: ProduceRequest = env.body
         self.stats.produce_requests += 1
+
+        def respond(results: dict[TopicPartition, ProducePartitionResult]) -> None:
+            if req.acks != 0:
+                self.endpoint.respond(env, ProduceResponse(partitions=results))
+
+        self.append_records(req.partitions, acks=req.acks, timeout_ms=req.timeout_ms, respond=respond)
+
+    def append_records(
+        self,
+        partitions: Mapping[TopicPartition, bytes],
+        *,
+        acks: int,
+        timeout_ms: int,
+        respond: Callable[[dict[TopicPartition, ProducePartitionResult]], None],
+    ) -> None:
+        """Kafka's ReplicaManager.appendRecords: append at the leader; with acks=all, answer once the ISR has it."""
         now = self.now_ms
         results: dict[TopicPartition, ProducePartitionResult] = {}
         required: dict[TopicPartition, int] = {}
-        for tp, batches in req.partitions.items():
+        for tp, batches in partitions.items():
             partition = self.partitions.get(tp)
             if partition is None or not partition.is_leader:
                 error: KafkaError = (
@@ -523,7 +545,7 @@ class Broker:
                 results[tp] = ProducePartitionResult(error=error.name, message=error.message)
                 continue
             try:
-                info = partition.append_records_to_leader(batches, acks=req.acks, now_ms=now)
+                info = partition.append_records_to_leader(batches, acks=acks, now_ms=now)
             except KafkaError as exc:
                 results[tp] = ProducePartitionResult(error=exc.name, message=exc.message)
                 continue
@@ -532,18 +554,16 @@ class Broker:
             results[tp] = ProducePartitionResult(
                 base_offset=info.first_offset, log_start_offset=partition.log_start_offset
             )
-            if req.acks == -1:
+            if acks == -1:
                 required[tp] = info.last_offset + 1
             self._data_appended(tp)
-        if req.acks == 0:
-            return
         if not required:
-            self.endpoint.respond(env, ProduceResponse(partitions=results))
+            respond(results)
             return
-        delayed = DelayedProduce(env, results, required)
+        delayed = DelayedProduce(respond, results, required)
         if self._try_complete_produce(delayed):
             return
-        delayed.timer = self.later(req.timeout_ms, self._expire_produce, delayed, label="produce timeout")
+        delayed.timer = self.later(timeout_ms, self._expire_produce, delayed, label="produce timeout")
         for tp in required:
             self._watches.produces.setdefault(tp, []).append(delayed)
 
@@ -571,7 +591,7 @@ class Broker:
                 waiting.remove(delayed)
                 if not waiting:
                     del self._watches.produces[tp]
-        self.endpoint.respond(delayed.request, ProduceResponse(partitions=delayed.results))
+        delayed.respond(delayed.results)
 
     def _expire_produce(self, delayed: DelayedProduce) -> None:
         if not delayed.required:
@@ -819,11 +839,13 @@ class Broker:
                 leader_epoch=info.leader_epoch,
             )
         self._partition_changed(partition.tp)
+        self.groups.on_leadership(partition.tp, leader=True)
 
     def _make_follower(self, partition: Partition, info: PartitionStateInfo) -> None:
         tp = partition.tp
         changed = partition.make_follower(info)
         self._partition_changed(tp)
+        self.groups.on_leadership(tp, leader=False)
         if not changed:
             return
         self._stop_fetching(tp)
@@ -891,6 +913,7 @@ class Broker:
             return
         partition.leader = -1
         self._partition_changed(tp)
+        self.groups.on_leadership(tp, leader=False)
         if delete:
             del self.partitions[tp]
             partition.log.delete()

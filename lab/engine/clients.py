@@ -122,6 +122,7 @@ def _bytes(value: bytes | str | None) -> bytes | None:
 
 
 RECONNECT_BACKOFF_MS = 50  # Kafka's reconnect.backoff.ms
+UNKNOWN_TOPIC_BACKOFF_MS = 500
 
 
 class _Metadata:
@@ -190,6 +191,11 @@ class _Metadata:
             if topic.error == UnknownTopicOrPartition.name:
                 self.unknown.add(name)
                 self.topics.pop(name, None)
+                # It may exist by now on another broker, or soon: look again (a little later).
+                self._stale = True
+                self._next_ms = client.scheduler.now_ms + max(
+                    client.retry_backoff_ms, UNKNOWN_TOPIC_BACKOFF_MS
+                )
             else:
                 self.unknown.discard(name)
                 self.topics[name] = topic.partitions
@@ -713,6 +719,47 @@ class Consumer(_Client):
 
     def seek_to_end(self, topic: str, partition: int) -> None:
         self._reset(TopicPartition(topic, partition), LATEST_TIMESTAMP)
+
+    def offsets_for_times(
+        self, timestamps: Mapping[tuple[str, int], int], timeout_ms: int = 10_000
+    ) -> dict[TopicPartition, int | None]:
+        """For each partition, the first offset whose timestamp is >= the given one (None when there is none)."""
+        wanted = {TopicPartition(t, int(p)): ts for (t, p), ts in timestamps.items()}
+        if any(ts < 0 for ts in wanted.values()):
+            raise IllegalArgument("timestamps must be >= 0")
+        answers: dict[TopicPartition, int | None] = {}
+        failures: list[KafkaError] = []
+
+        def ask(tp: TopicPartition, ts: int) -> None:
+            leader = self.metadata.leader(tp)
+            if leader is None:
+                self.metadata.waiters.append(lambda: ask(tp, ts))
+                self.metadata.need([tp.topic])
+                return
+
+            def answered(response: Any) -> None:
+                result = response.partitions.get(tp) if isinstance(response, ListOffsetsResponse) else None
+                if result is None or result.error is not None:
+                    if result is not None and result.error == UnknownTopicOrPartition.name:
+                        failures.append(UnknownTopicOrPartition(f"{tp} does not exist"))
+                        return
+                    self.metadata.need([tp.topic])
+                    self.scheduler.call_later(self.retry_backoff_ms, ask, tp, ts)
+                    return
+                answers[tp] = None if result.offset < 0 else result.offset
+
+            self.endpoint.request(
+                leader, ListOffsetsRequest(partitions={tp: ts}), answered, timeout_ms=self.request_timeout_ms
+            )
+
+        for tp, ts in wanted.items():
+            ask(tp, ts)
+        done = self.host.run_until_true(lambda: len(answers) == len(wanted) or bool(failures), timeout_ms)
+        if failures:
+            raise failures[0]
+        if not done:
+            raise KafkaTimeout(f"offsets_for_times got no answer within {timeout_ms} ms")
+        return answers
 
     def poll(self, timeout_ms: int = 1000) -> list[ConsumerRecord]:
         """Records fetched so far; waits (driving the clock) up to ``timeout_ms`` when there are none."""

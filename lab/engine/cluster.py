@@ -15,9 +15,10 @@ import shutil
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from lab.engine import errors
+from lab.engine.assignment import place_replicas
 from lab.engine.broker import Broker, BrokerState
 from lab.engine.clients import Consumer, Ledger, Producer
 from lab.engine.config import TOPIC_KEYS, BrokerConfig, validate_topic_config
@@ -51,6 +52,9 @@ from lab.engine.scheduler import Scheduler
 from lab.engine.storage.config import LogConfig
 from lab.engine.tasks import Pending
 
+if TYPE_CHECKING:
+    from lab.engine.simclients import SimulatedConsumer, SimulatedProducer
+
 LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
 MAX_TOPIC_LENGTH = 249
 Isolation = Literal["zookeeper", "brokers"]
@@ -70,18 +74,6 @@ def validate_topic_name(name: str) -> None:
         raise InvalidTopic(
             f"Topic name \"{name}\" is illegal, it contains a character other than ASCII alphanumerics, '.', '_' and '-'"
         )
-
-
-def place_replicas(
-    brokers: Sequence[BrokerId], partitions: int, replication_factor: int, *, start: int = 0
-) -> dict[int, tuple[BrokerId, ...]]:
-    """The lab's placement rule: sort the n brokers; replica j of partition i goes to broker (i + j) % n."""
-    ordered = sorted(brokers)
-    n = len(ordered)
-    return {
-        i: tuple(ordered[(i + j) % n] for j in range(replication_factor))
-        for i in range(start, start + partitions)
-    }
 
 
 class Cluster:
@@ -119,6 +111,7 @@ class Cluster:
         self.isolation: dict[BrokerId, set[str]] = {}
         self.slow: dict[BrokerId, int] = {}
         self.clients: dict[str, Producer | Consumer] = {}
+        self.simulated: dict[str, SimulatedProducer | SimulatedConsumer] = {}
         self._client_seq = 0
         self.after_step: list[Callable[[], None]] = []
         self.snapshot_hooks: list[Callable[[dict[str, Any]], None]] = []
@@ -376,11 +369,18 @@ class Cluster:
             raise TopicAlreadyExists(f"Topic '{name}' already exists.") from None
         if wait:
             tps = [TopicPartition(name, p) for p in placement]
-            self.wait_for(
-                lambda: all(self.leader_of(tp.topic, tp.partition) is not None for tp in tps),
-                30_000,
-                f"every partition of {name} to have a leader",
-            )
+            self.wait_for(lambda: self._usable(tps), 30_000, f"every partition of {name} to have a leader")
+
+    def _usable(self, tps: Sequence[TopicPartition]) -> bool:
+        """Every partition has a leader, and every running broker can tell clients so."""
+        if not all(self.leader_of(tp.topic, tp.partition) is not None for tp in tps):
+            return False
+        running = [b for b in self.brokers.values() if b.state is BrokerState.RUNNING]
+        return all(
+            tp in b.metadata.partitions and b.metadata.partitions[tp].leader >= 0
+            for b in running
+            for tp in tps
+        )
 
     def _check_assignment(
         self, assignment: Mapping[int, Sequence[BrokerId]], live: list[BrokerId]
@@ -449,11 +449,8 @@ class Cluster:
         )
         self.wait(self._admin_session().set(paths.topic_path(topic), data, version))
         if wait:
-            self.wait_for(
-                lambda: all(self.leader_of(topic, p) is not None for p in range(count, total)),
-                30_000,
-                f"the new partitions of {topic} to have leaders",
-            )
+            new = [TopicPartition(topic, p) for p in range(count, total)]
+            self.wait_for(lambda: self._usable(new), 30_000, f"the new partitions of {topic} to have leaders")
 
     def alter_topic_config(
         self, topic: str, updates: Mapping[str, object], *, remove: Sequence[str] = ()
@@ -565,11 +562,14 @@ class Cluster:
 
     def _client_id(self, kind: str, given: str | None) -> str:
         if given:
-            if given in self.clients:
+            if given in self.clients or given in self.simulated:
                 raise IllegalArgument(f"a client named {given!r} already exists")
             return given
-        self._client_seq += 1
-        return f"{kind}-{self._client_seq}"
+        while True:
+            self._client_seq += 1
+            name = f"{kind}-{self._client_seq}"
+            if name not in self.clients and name not in self.simulated:
+                return name
 
     def producer(
         self, acks: str | int = "all", *, client_id: str | None = None, **config: object
@@ -586,13 +586,63 @@ class Cluster:
         settings = {k.replace("_", "."): v for k, v in config.items()}
         if group_id is not None:
             settings["group.id"] = group_id
-            from lab.engine.groups import GroupConsumer
+            from lab.engine.membership import GroupConsumer
 
             consumer: Consumer = GroupConsumer(self, self._client_id("consumer", client_id), settings)
         else:
             consumer = Consumer(self, self._client_id("consumer", client_id), settings)
         self.clients[consumer.client_id] = consumer
         return consumer
+
+    def simulated_producer(
+        self,
+        topic: str,
+        *,
+        rate_per_s: float = 10,
+        keys: int | None = 10,
+        acks: str | int = "all",
+        name: str | None = None,
+        **config: object,
+    ) -> SimulatedProducer:
+        """A producer that sends ``rate_per_s`` records a second, keyed from ``keys`` distinct keys (None: no keys)."""
+        from lab.engine.simclients import SimulatedProducer
+
+        client_id = self._client_id("producer", name)
+        sim = SimulatedProducer(
+            self, client_id, topic, rate_per_s=rate_per_s, keys=keys, acks=str(acks), **config
+        )
+        self.simulated[client_id] = sim
+        return sim
+
+    def simulated_consumer(
+        self,
+        group: str,
+        topics: Sequence[str],
+        *,
+        processing_ms: int = 50,
+        name: str | None = None,
+        **config: object,
+    ) -> SimulatedConsumer:
+        """A group member that takes ``processing_ms`` per record and commits what it processed."""
+        from lab.engine.simclients import SimulatedConsumer
+
+        if isinstance(topics, str):
+            topics = [topics]
+        client_id = self._client_id("consumer", name)
+        sim = SimulatedConsumer(self, client_id, group, topics, processing_ms=processing_ms, **config)
+        self.simulated[client_id] = sim
+        return sim
+
+    def remove_client(self, name: str) -> None:
+        """Stop a client (cleanly) and forget it."""
+        sim = self.simulated.pop(name, None)
+        if sim is not None:
+            sim.stop()
+        client = self.clients.pop(name, None)
+        if client is None and sim is None:
+            raise IllegalArgument(f"there is no client {name!r}")
+        if client is not None:
+            client.close()
 
     # ------------------------------------------------------------------ faults
 
@@ -678,6 +728,18 @@ class Cluster:
             broker=broker_id,
         )
 
+    def lose_next_ack(self, client: str, count: int = 1) -> None:
+        """The next ``count`` produce answers to ``client`` are lost on the way (the records were written)."""
+        if client not in self.clients and client not in self.simulated:
+            raise IllegalArgument(f"there is no client {client!r}")
+        if count < 1:
+            raise IllegalArgument("count must be at least 1")
+        self.network.drop_next(dst=client, kind="Produce", count=count)
+        self.journal.record(
+            "ack_lost",
+            f"the next {count} produce answer(s) to {client} will be lost: it will time out and retry, writing again",
+        )
+
     def heal(self, broker_id: BrokerId) -> None:
         """Undo isolation and slowness (not a kill or a pause)."""
         broker = self.broker(broker_id)
@@ -708,6 +770,25 @@ class Cluster:
             self.wait_for(lambda: not broker.alive, 60_000, f"broker {broker_id} to shut down")
 
     # ------------------------------------------------------------------ reading
+
+    def zookeeper_tree(self, root: str = "/") -> list[dict[str, Any]]:
+        """The znodes of this cluster's chroot, depth first: path, data (text), ephemeral owner, version."""
+        from lab.engine.metadata.tree import read_tree
+        from lab.engine.tasks import Task
+
+        task = Task.start(read_tree(self._admin_session(), root), "read the ZooKeeper tree")
+        nodes = self.wait(task.outcome, what="the ZooKeeper tree")
+        return [
+            {
+                "path": n.path,
+                "data": n.data.decode("utf-8", errors="replace"),
+                "ephemeral_owner": n.stat.ephemeral_owner,
+                "ephemeral": n.stat.ephemeral_owner != 0,
+                "version": n.stat.version,
+                "children": n.stat.num_children,
+            }
+            for n in nodes
+        ]
 
     def snapshot(self) -> dict[str, Any]:
         from lab.engine.snapshot import take

@@ -222,3 +222,123 @@ def kind_of(message: object) -> str:
         if name.endswith(suffix):
             return name[: -len(suffix)]
     return name
+
+
+# Consumer groups (the classic protocol). Member metadata and assignments are
+# opaque bytes to the coordinator, as in Kafka; the lab's clients put JSON there.
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FindCoordinatorRequest:
+    key: str  # the group id
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FindCoordinatorResponse:
+    error: str | None = None
+    message: str = ""
+    node_id: BrokerId = -1
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class JoinGroupRequest:
+    group_id: str
+    member_id: str  # "" for a new member
+    group_instance_id: str | None
+    client_id: str
+    session_timeout_ms: int
+    rebalance_timeout_ms: int
+    protocol_type: str
+    protocols: tuple[tuple[str, bytes], ...]  # (assignor name, subscription), most preferred first
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class JoinGroupMember:
+    member_id: str
+    group_instance_id: str | None
+    metadata: bytes
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class JoinGroupResponse:
+    error: str | None = None
+    message: str = ""
+    generation_id: int = -1
+    protocol_name: str = ""
+    leader: str = ""
+    member_id: str = ""
+    members: tuple[JoinGroupMember, ...] = ()  # only for the leader
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SyncGroupRequest:
+    group_id: str
+    generation_id: int
+    member_id: str
+    group_instance_id: str | None
+    assignments: tuple[tuple[str, bytes], ...]  # only from the leader
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SyncGroupResponse:
+    error: str | None = None
+    message: str = ""
+    assignment: bytes = b""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HeartbeatRequest:
+    group_id: str
+    generation_id: int
+    member_id: str
+    group_instance_id: str | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HeartbeatResponse:
+    error: str | None = None
+    message: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LeaveGroupRequest:
+    group_id: str
+    member_id: str
+    group_instance_id: str | None
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LeaveGroupResponse:
+    error: str | None = None
+    message: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OffsetCommitRequest:
+    group_id: str
+    generation_id: int  # -1 with member "": a consumer outside the group's management
+    member_id: str
+    group_instance_id: str | None
+    offsets: Mapping[TopicPartition, int]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OffsetCommitResponse:
+    error: str | None = None
+    message: str = ""
+    partitions: Mapping[TopicPartition, str | None] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OffsetFetchRequest:
+    group_id: str
+    partitions: tuple[TopicPartition, ...] | None  # None: all
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OffsetFetchResponse:
+    error: str | None = None
+    message: str = ""
+    offsets: Mapping[TopicPartition, int] = field(default_factory=dict)  # -1: none committed

@@ -56,7 +56,8 @@ TIMESTAMP_TYPE_MASK = 0x08
 TRANSACTIONAL_MASK = 0x10
 CONTROL_MASK = 0x20
 
-_HEADER = struct.Struct(">qiibIhiqqqhii")
+HEADER_STRUCT = struct.Struct(">qiibIhiqqqhii")  # the 13 header fields, in order
+_HEADER = HEADER_STRUCT
 _LENGTH_AND_EPOCH = struct.Struct(">qii")  # baseOffset, batchLength, partitionLeaderEpoch
 _INT64 = struct.Struct(">q")
 _INT32 = struct.Struct(">i")

@@ -128,8 +128,8 @@ def take(cluster: Cluster, *, segments: bool = False) -> dict[str, Any]:
         "controller_epoch": controller_epoch,
         "brokers": brokers,
         "topics": topics,
-        "groups": {},
-        "clients": [],
+        "groups": groups_view(cluster),
+        "clients": clients_view(cluster),
         "in_flight": [
             {
                 "id": env.id,
@@ -147,3 +147,62 @@ def take(cluster: Cluster, *, segments: bool = False) -> dict[str, Any]:
     for hook in cluster.snapshot_hooks:
         hook(snapshot)
     return snapshot
+
+
+def groups_view(cluster: Cluster) -> dict[str, Any]:
+    """Each group as its coordinator (the live leader of its __consumer_offsets partition) sees it."""
+    out: dict[str, Any] = {}
+
+    def high_watermark(tp: TopicPartition) -> int | None:
+        leader = cluster.leader_of(tp.topic, tp.partition)
+        return None if leader is None else cluster.brokers[leader].partitions[tp].high_watermark
+
+    from lab.engine.groups import OFFSETS_TOPIC
+
+    for broker in cluster.brokers.values():
+        coordinator = broker.groups
+        for group_id, group in sorted(coordinator.groups.items()):
+            if group_id in out:
+                continue
+            from lab.engine.groups import partition_for_group
+
+            tp = TopicPartition(OFFSETS_TOPIC, partition_for_group(group_id, coordinator.num_partitions))
+            if cluster.leader_of(tp.topic, tp.partition) != broker.id:
+                continue
+            out[group_id] = coordinator.describe(group, high_watermark)
+    return out
+
+
+def clients_view(cluster: Cluster) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = [sim.describe() for sim in cluster.simulated.values()]
+    simulated = set(cluster.simulated)
+    from lab.engine.clients import Producer
+    from lab.engine.membership import GroupConsumer
+
+    for name, client in cluster.clients.items():
+        if name in simulated:
+            continue
+        if isinstance(client, Producer):
+            out.append(
+                {
+                    "name": name,
+                    "kind": "producer",
+                    "state": "closed" if client.closed else "running",
+                    "sent": client.sent,
+                    "acked": client.acked,
+                    "failed": client.failed,
+                    "retried": client.retried,
+                }
+            )
+        else:
+            view: dict[str, Any] = {
+                "name": name,
+                "kind": "consumer",
+                "state": "closed" if client.closed else "running",
+                "assignment": [[tp.topic, tp.partition] for tp in client.assignment()],
+                "consumed": client.consumed,
+            }
+            if isinstance(client, GroupConsumer):
+                view.update(group=client.group_id, member_id=client.member_id, member_state=client.state)
+            out.append(view)
+    return out

@@ -304,7 +304,7 @@ class PartitionLog:
             if fields[5] & CONTROL_MASK:
                 raise InvalidRecord("clients are not allowed to write control batches")
             if config.compact:
-                self._check_keys(view[pos : pos + size])
+                self._check_keys(view[pos : pos + size], pos)
             slots.append((pos, size, last_delta, fields[8]))
             pos += size
         if not slots:
@@ -337,12 +337,12 @@ class PartitionLog:
             size_in_bytes=total,
         )
 
-    def _check_keys(self, batch: memoryview) -> None:
-        for record in decode_records(batch):
+    def _check_keys(self, batch: memoryview, position: int) -> None:
+        for index, record in enumerate(decode_records(batch)):
             if record.key is None:
                 raise InvalidRecord(
                     f"Compacted topic cannot accept message without key in topic partition {self._dir.name} "
-                    f"(offset delta {record.offset})"
+                    f"(record {index} of the batch at position {position})"
                 )
 
     def append_as_follower(self, batches: bytes | bytearray | memoryview, *, now_ms: int) -> AppendInfo:
@@ -355,7 +355,6 @@ class PartitionLog:
         self._check_open()
         view = memoryview(batches)
         total = len(view)
-        max_message_bytes = self._config.max_message_bytes
         batch_infos: list[tuple[int, int, int]] = []
         epochs: list[tuple[int, int]] = []
         pos = 0
@@ -363,13 +362,9 @@ class PartitionLog:
         record_count = 0
         max_timestamp, offset_of_max = NO_TIMESTAMP, -1
         while pos < total:
+            # No max.message.bytes check: the leader accepted these batches (Kafka skips it for followers too).
             fields = check_batch(view, pos)
             size = fields[1] + LOG_OVERHEAD
-            if size > max_message_bytes:
-                raise RecordTooLarge(
-                    f"the batch at position {pos} is {size} bytes, "
-                    f"larger than max.message.bytes {max_message_bytes}"
-                )
             base, last = fields[0], fields[0] + fields[6]
             if base <= previous_last:
                 if not batch_infos:
@@ -580,7 +575,7 @@ class PartitionLog:
             segment.close()
         self._closed = True
 
-    def crash(self, *, lose_unflushed: bool) -> None:
+    def crash(self, lose_unflushed: bool) -> None:
         """The broker process dies. With ``lose_unflushed`` the machine loses power too: every byte
         above the recovery point (the page cache) is gone. Reopen with ``PartitionLog.open``.
         """
@@ -964,12 +959,12 @@ def _complete_swaps(directory: Path, config: LogConfig, now_ms: int) -> None:
     the segments its offsets cover, then takes the ``.log`` name. Index ``.swap`` files without a
     ``.log.swap`` are leftovers of an interrupted rename: delete them (they are rebuilt).
     """
-    for path in directory.iterdir():
+    for path in list(directory.iterdir()):
         if path.name.endswith((CLEANED_SUFFIX, DELETED_SUFFIX, ".tmp")):
             path.unlink()
     swaps = sorted(p for p in directory.iterdir() if p.name.endswith(LOG_SUFFIX + SWAP_SUFFIX))
     swap_bases = {offset_from_filename(p.name) for p in swaps}
-    for path in directory.iterdir():
+    for path in list(directory.iterdir()):
         if path.name.endswith(SWAP_SUFFIX) and offset_from_filename(path.name) not in swap_bases:
             path.unlink()
     for path in swaps:
@@ -985,7 +980,7 @@ def _complete_swaps(directory: Path, config: LogConfig, now_ms: int) -> None:
         swap.created_ms = now_ms
         swap.recover()
         end = max(swap.next_offset, base + 1)
-        for log_path in directory.iterdir():
+        for log_path in list(directory.iterdir()):
             other = offset_from_filename(log_path.name)
             if log_path.name.endswith(LOG_SUFFIX) and other is not None and base <= other < end:
                 _delete_segment_files(directory, other)

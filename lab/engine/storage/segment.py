@@ -19,6 +19,7 @@ from pathlib import Path
 from lab.engine.errors import CorruptRecord, KafkaStorageError
 from lab.engine.records import (
     HEADER_SIZE,
+    HEADER_STRUCT,
     LOG_OVERHEAD,
     MIN_BATCH_LENGTH,
     check_batch,
@@ -39,7 +40,7 @@ _IOV_MAX = 1024
 # baseOffset, batchLength, partitionLeaderEpoch, magic, crc, attributes, lastOffsetDelta: enough to know
 # where a batch ends and its last offset.
 _SHORT_HEADER = struct.Struct(">qiibIhi")
-_HEADER = struct.Struct(">qiibIhiqqqhii")
+_HEADER = HEADER_STRUCT
 
 
 def filename_prefix(offset: int) -> str:

@@ -1,0 +1,225 @@
+"""Simulated clients: producers and consumers a lab adds, as engine actors on the virtual clock.
+
+A simulated producer sends at a rate, with keys drawn from a small set (or
+none); a simulated consumer is a group member that polls, takes
+``processing_ms`` per record, and commits what it processed (commits follow
+processing: at-least-once). Each keeps counters so a page can show what a
+client was told beside what is really in the log.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from lab.engine.clients import ConsumerRecord, Producer
+from lab.engine.errors import IllegalArgument, KafkaError
+from lab.engine.ids import TopicPartition
+from lab.engine.membership import GroupConsumer
+from lab.engine.scheduler import Scheduler, Timer
+
+if TYPE_CHECKING:
+    from lab.engine.cluster import Cluster
+
+TICK_MS = 10  # a producer sends at most once per tick, as many records as its rate asks for
+
+
+class SimulatedProducer:
+    kind = "producer"
+
+    def __init__(
+        self,
+        cluster: Cluster,
+        name: str,
+        topic: str,
+        *,
+        rate_per_s: float,
+        keys: int | None,
+        acks: str,
+        **config: object,
+    ) -> None:
+        if rate_per_s <= 0 or rate_per_s > 100_000:
+            raise IllegalArgument(f"rate_per_s must be in (0, 100000], not {rate_per_s}")
+        if keys is not None and keys < 1:
+            raise IllegalArgument("keys must be at least 1 (or None for records without keys)")
+        self.cluster = cluster
+        self.name = name
+        self.topic = topic
+        self.rate_per_s = rate_per_s
+        self.keys = keys
+        self.producer: Producer = cluster.producer(acks, client_id=name, **config)
+        self.state = "running"
+        self.seq = 0
+        self._owed = 0.0
+        self._timer: Timer | None = cluster.scheduler.call_soon(self._tick, label=f"{name} tick")
+
+    def _tick(self) -> None:
+        self._timer = None
+        if self.state != "running":
+            return
+        interval = max(TICK_MS, round(1000 / self.rate_per_s))
+        self._owed += self.rate_per_s * interval / 1000
+        rng = self.cluster.scheduler.rng
+        while self._owed >= 1:
+            self._owed -= 1
+            key = None if self.keys is None else f"key-{rng.randrange(self.keys)}"
+            self.producer.send(self.topic, f"{self.name}-{self.seq}", key=key)
+            self.seq += 1
+        self._timer = self.cluster.scheduler.call_later(interval, self._tick, label=f"{self.name} tick")
+
+    def set_rate(self, rate_per_s: float) -> None:
+        if rate_per_s <= 0 or rate_per_s > 100_000:
+            raise IllegalArgument(f"rate_per_s must be in (0, 100000], not {rate_per_s}")
+        self.rate_per_s = rate_per_s
+
+    def stop(self) -> None:
+        """Stop sending; what is in flight still gets its answer."""
+        self.state = "stopped"
+        Scheduler.cancel(self._timer)
+
+    def crash(self) -> None:
+        """Die: what was not sent yet is lost, answers in flight go nowhere."""
+        self.state = "crashed"
+        Scheduler.cancel(self._timer)
+        self.producer.close()
+
+    def describe(self) -> dict[str, Any]:
+        p = self.producer
+        return {
+            "name": self.name,
+            "kind": "producer",
+            "state": self.state,
+            "topic": self.topic,
+            "rate": self.rate_per_s,
+            "keys": self.keys,
+            "acks": {-1: "all", 0: "0", 1: "1"}[p.acks],
+            "sent": p.sent,
+            "acked": p.acked,
+            "failed": p.failed,
+            "retried": p.retried,
+            "unanswered": p.unanswered,
+        }
+
+
+class SimulatedConsumer:
+    kind = "consumer"
+
+    def __init__(
+        self,
+        cluster: Cluster,
+        name: str,
+        group: str,
+        topics: Sequence[str],
+        *,
+        processing_ms: int,
+        **config: object,
+    ) -> None:
+        if processing_ms < 0:
+            raise IllegalArgument("processing_ms must be >= 0")
+        self.cluster = cluster
+        self.name = name
+        self.group = group
+        self.topics = tuple(topics)
+        self.processing_ms = processing_ms
+        settings: dict[str, object] = {"enable_auto_commit": "false", "auto_offset_reset": "earliest"}
+        settings.update(config)
+        consumer = cluster.consumer(group_id=group, client_id=name, **settings)
+        assert isinstance(consumer, GroupConsumer)
+        self.consumer = consumer
+        consumer.on_records = self._wake
+        consumer.on_revoked = self._revoked
+        consumer.subscribe(self.topics)
+        self.state = "running"
+        self.processed: list[tuple[TopicPartition, int, bytes | None]] = []
+        self._done: dict[TopicPartition, int] = {}  # next offset to commit, per partition
+        self._busy = False
+        self._timer: Timer | None = cluster.scheduler.call_later(100, self._poll, label=f"{name} poll")
+        self.errors: list[str] = []
+
+    def _wake(self) -> None:
+        if not self._busy and self.state == "running" and self._timer is None:
+            self._timer = self.cluster.scheduler.call_soon(self._poll, label=f"{self.name} poll")
+
+    def _poll(self) -> None:
+        self._timer = None
+        if self.state != "running":
+            return
+        try:
+            records = self.consumer.take()
+        except KafkaError as exc:
+            self.errors.append(str(exc))
+            records = []
+        if not records:
+            self._timer = self.cluster.scheduler.call_later(100, self._poll, label=f"{self.name} poll")
+            return
+        self._busy = True
+        self.cluster.scheduler.call_later(
+            self.processing_ms * len(records), self._processed, records, label=f"{self.name} processing"
+        )
+
+    def _processed(self, records: list[ConsumerRecord]) -> None:
+        self._busy = False
+        if self.state != "running":
+            return
+        for r in records:
+            tp = TopicPartition(r.topic, r.partition)
+            self.processed.append((tp, r.offset, r.value))
+            self._done[tp] = r.offset + 1
+        self._commit()
+        self._poll()
+
+    def _commit(self) -> None:
+        mine = {
+            (tp.topic, tp.partition): o for tp, o in self._done.items() if tp in self.consumer.assignment()
+        }
+        if mine:
+            try:
+                self.consumer.commit_async(mine)
+            except KafkaError as exc:
+                self.errors.append(str(exc))
+
+    def _revoked(self, tps: list[TopicPartition]) -> None:
+        """Before giving partitions up, commit what was processed on them (Kafka's onPartitionsRevoked)."""
+        mine = {(tp.topic, tp.partition): self._done[tp] for tp in tps if tp in self._done}
+        if mine and self.consumer.state != "closed":
+            try:
+                self.consumer.commit_async(mine)
+            except KafkaError as exc:
+                self.errors.append(str(exc))
+        for tp in tps:
+            self._done.pop(tp, None)
+
+    def stop(self) -> None:
+        """Leave cleanly: commit what was processed, then LeaveGroup."""
+        if self.state != "running":
+            return
+        self.state = "stopped"
+        Scheduler.cancel(self._timer)
+        self._commit()
+        self.consumer.close()
+
+    def crash(self) -> None:
+        """Die without a word: the group notices only when session.timeout.ms passes."""
+        if self.state != "running":
+            return
+        self.state = "crashed"
+        Scheduler.cancel(self._timer)
+        self.consumer.crash()
+
+    def describe(self) -> dict[str, Any]:
+        c = self.consumer
+        return {
+            "name": self.name,
+            "kind": "consumer",
+            "state": self.state,
+            "group": self.group,
+            "topics": list(self.topics),
+            "processing_ms": self.processing_ms,
+            "member_id": c.member_id,
+            "member_state": c.state,
+            "generation": c.generation,
+            "assignment": [[tp.topic, tp.partition] for tp in c.assignment()],
+            "consumed": len(self.processed),
+            "rebalances": c.rebalances,
+            "errors": self.errors[-3:],
+        }

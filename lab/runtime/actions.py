@@ -1,0 +1,392 @@
+"""The controls of a live lab, by name: parse a request's parameters, then act on the driver thread.
+
+``plan(name, params)`` checks the parameters where the request arrives and raises a
+named ``KafkaError`` (``IllegalArgument``) for bad input, so nothing reaches the engine
+that the engine would have to refuse for a typo. It returns an ``Act``: a function the
+driver thread calls with the live lab; what it returns (a sentence, or ``Waiting`` for
+an answer that takes engine time) is what the person sees as "done".
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from lab.engine.errors import IllegalArgument, IllegalState, KafkaError
+from lab.runtime.spec import ClientSpec, TopicSpec, check_rate
+
+if TYPE_CHECKING:
+    from lab.runtime.live import LiveLab
+
+Act = Callable[["LiveLab"], Any]
+
+MAX_PRODUCE = 1000
+PRODUCE_WAIT_S = 3.0
+
+
+@dataclass(slots=True, kw_only=True)
+class Waiting:
+    """A result that needs engine time: the driver checks ``ready`` each frame until ``deadline``."""
+
+    ready: Callable[[], bool]
+    result: Callable[[], Any]
+    on_timeout: Callable[[], Any]
+    deadline: float  # time.monotonic()
+
+
+def _int(params: Mapping[str, str], key: str, *, low: int, high: int, default: int | None = None) -> int:
+    raw = str(params.get(key, "")).strip()
+    if not raw:
+        if default is None:
+            raise IllegalArgument(f"{key} is required")
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise IllegalArgument(f"{key} must be a whole number, not {raw!r}") from None
+    if not low <= value <= high:
+        raise IllegalArgument(f"{key} must be between {low} and {high}, not {value}")
+    return value
+
+
+def _float(params: Mapping[str, str], key: str, *, low: float, high: float, default: float) -> float:
+    raw = str(params.get(key, "")).strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise IllegalArgument(f"{key} must be a number, not {raw!r}") from None
+    if not low <= value <= high:
+        raise IllegalArgument(f"{key} must be between {low:g} and {high:g}, not {value:g}")
+    return value
+
+
+def _choice(params: Mapping[str, str], key: str, choices: tuple[str, ...], default: str | None = None) -> str:
+    raw = str(params.get(key, "")).strip() or default
+    if raw not in choices:
+        raise IllegalArgument(f"{key} must be one of {', '.join(choices)}, not {raw!r}")
+    return raw
+
+
+def _text(params: Mapping[str, str], key: str, *, required: bool = True, limit: int = 200) -> str:
+    raw = str(params.get(key, "")).strip()
+    if required and not raw:
+        raise IllegalArgument(f"{key} is required")
+    if len(raw) > limit:
+        raise IllegalArgument(f"{key} is longer than {limit} characters")
+    return raw
+
+
+def _broker(params: Mapping[str, str]) -> int:
+    return _int(params, "broker", low=1, high=12)
+
+
+# ---------------------------------------------------------------------------- brokers
+
+
+def _kill(p: Mapping[str, str]) -> Act:
+    b = _broker(p)
+
+    def run(lab: LiveLab) -> str:
+        lab.cluster.kill_broker(b)
+        return f"Broker {b} killed."
+
+    return run
+
+
+def _restart(p: Mapping[str, str]) -> Act:
+    b = _broker(p)
+
+    def run(lab: LiveLab) -> str:
+        lab.cluster.restart_broker(b)
+        return f"Broker {b} restarting: it recovers its logs, then registers."
+
+    return run
+
+
+def _pause(p: Mapping[str, str]) -> Act:
+    b = _broker(p)
+
+    def run(lab: LiveLab) -> str:
+        lab.cluster.pause_broker(b)
+        return f"Broker {b} paused."
+
+    return run
+
+
+def _resume(p: Mapping[str, str]) -> Act:
+    b = _broker(p)
+
+    def run(lab: LiveLab) -> str:
+        lab.cluster.resume_broker(b)
+        return f"Broker {b} resumed."
+
+    return run
+
+
+def _slow(p: Mapping[str, str]) -> Act:
+    b = _broker(p)
+    ms = _int(p, "ms", low=1, high=60_000, default=2000)
+
+    def run(lab: LiveLab) -> str:
+        lab.cluster.broker(b)
+        if lab.cluster.slow.get(b):
+            raise IllegalState(f"broker {b} is already slow (+{lab.cluster.slow[b]} ms); heal it first")
+        lab.cluster.slow_broker(b, ms)
+        return f"Broker {b} slowed: +{ms} ms on every message."
+
+    return run
+
+
+def _isolate(p: Mapping[str, str]) -> Act:
+    b = _broker(p)
+    side = _choice(p, "from", ("zookeeper", "brokers"))
+
+    def run(lab: LiveLab) -> str:
+        lab.cluster.isolate_broker(b, from_="zookeeper" if side == "zookeeper" else "brokers")
+        return f"Broker {b} cut off from {'ZooKeeper' if side == 'zookeeper' else 'the other brokers'}."
+
+    return run
+
+
+def _heal(p: Mapping[str, str]) -> Act:
+    b = _broker(p)
+
+    def run(lab: LiveLab) -> str:
+        lab.cluster.heal(b)
+        return f"Broker {b} healed."
+
+    return run
+
+
+def _shutdown(p: Mapping[str, str]) -> Act:
+    b = _broker(p)
+
+    def run(lab: LiveLab) -> str:
+        lab.cluster.controlled_shutdown(b, wait=False)
+        return f"Broker {b} shutting down: it hands its leaderships over first."
+
+    return run
+
+
+# ---------------------------------------------------------------------------- records and topics
+
+
+def _produce(p: Mapping[str, str]) -> Act:
+    topic = _text(p, "topic")
+    count = _int(p, "count", low=1, high=MAX_PRODUCE, default=1)
+    key = _text(p, "key", required=False, limit=100) or None
+    acks = _choice(p, "acks", ("0", "1", "all"), default="all")
+
+    def run(lab: LiveLab) -> Any:
+        if topic not in lab.cluster.topics():
+            raise IllegalArgument(f"there is no topic {topic!r}; create it first")
+        producer = lab.producer(acks)
+        stamp = lab.cluster.now_ms
+        futures = [producer.send(topic, f"record {i + 1} at {stamp} ms", key=key) for i in range(count)]
+        if acks == "0":
+            return f"{count} record(s) sent to {topic} with acks=0: no answer comes back."
+
+        def summary() -> str:
+            failed = [f.failed_with() for f in futures if f.done() and f.failed_with() is not None]
+            done = [f.result() for f in futures if f.done() and f.failed_with() is None]
+            if failed and not done:
+                error = failed[0]
+                if isinstance(error, KafkaError):
+                    raise error
+                raise IllegalState(str(error))
+            parts = sorted({f"{md.topic}-{md.partition}" for md in done})
+            text = f"{len(done)} of {count} record(s) acknowledged (acks={acks}) by {', '.join(parts)}."
+            if failed:
+                text += f" {len(failed)} failed: {failed[0]}."
+            return text
+
+        def timed_out() -> str:
+            answered = sum(f.done() for f in futures)
+            return (
+                f"{count} record(s) sent to {topic}; {count - answered} still wait for acks={acks} "
+                "(the leader answers once the ISR has them, or the producer gives up after delivery.timeout.ms)."
+            )
+
+        return Waiting(
+            ready=lambda: all(f.done() for f in futures),
+            result=summary,
+            on_timeout=timed_out,
+            deadline=time.monotonic() + PRODUCE_WAIT_S,
+        )
+
+    return run
+
+
+def _create_topic(p: Mapping[str, str]) -> Act:
+    name = _text(p, "name", limit=249)
+    partitions = _int(p, "partitions", low=1, high=24, default=3)
+    rf = _int(p, "replication_factor", low=1, high=12, default=1)
+    config: dict[str, str] = {}
+    if str(p.get("min_insync_replicas", "")).strip():
+        config["min.insync.replicas"] = str(_int(p, "min_insync_replicas", low=1, high=12))
+
+    def run(lab: LiveLab) -> str:
+        lab.cluster.create_topic(name, partitions=partitions, replication_factor=rf, config=config, wait=False)
+        lab.update_spec(lab.spec.with_topic(TopicSpec(name=name, partitions=partitions, replication_factor=rf, config=config)))
+        return f"Topic {name} created: {partitions} partition(s), replication factor {rf}."
+
+    return run
+
+
+# ---------------------------------------------------------------------------- simulated clients
+
+
+def _name(p: Mapping[str, str]) -> str:
+    name = _text(p, "name", required=False, limit=60)
+    if name and not all(c.isalnum() or c in "-_." for c in name):
+        raise IllegalArgument(f"a client name uses letters, digits, '-', '_' and '.', not {name!r}")
+    return name
+
+
+def _add_producer(p: Mapping[str, str]) -> Act:
+    topic = _text(p, "topic")
+    rate = _float(p, "rate", low=0.1, high=1000, default=10)
+    acks = _choice(p, "acks", ("0", "1", "all"), default="all")
+    name = _name(p)
+
+    def run(lab: LiveLab) -> str:
+        client = lab.add_client(
+            ClientSpec(kind="producer", name=name, topics=(topic,), rate_per_s=rate, acks=acks)
+        )
+        return f"Simulated producer {client} writes {rate:g} record(s)/s to {topic}."
+
+    return run
+
+
+def _add_consumer(p: Mapping[str, str]) -> Act:
+    group = _text(p, "group", limit=100)
+    topics = tuple(t.strip() for t in _text(p, "topics").split(",") if t.strip())
+    processing = _int(p, "processing_ms", low=0, high=60_000, default=50)
+    name = _name(p)
+
+    def run(lab: LiveLab) -> str:
+        client = lab.add_client(
+            ClientSpec(kind="consumer", name=name, topics=topics, group=group, processing_ms=processing)
+        )
+        return f"Simulated consumer {client} joins group {group} on {', '.join(topics)}."
+
+    return run
+
+
+def _client_op(op: str) -> Callable[[Mapping[str, str]], Act]:
+    def parse(p: Mapping[str, str]) -> Act:
+        name = _text(p, "name", limit=60)
+
+        def run(lab: LiveLab) -> str:
+            return lab.client_op(name, op)
+
+        return run
+
+    return parse
+
+
+# ---------------------------------------------------------------------------- the clock
+
+
+def _clock_pause(p: Mapping[str, str]) -> Act:
+    def run(lab: LiveLab) -> str:
+        if lab.clock.paused:
+            raise IllegalState("the clock is already paused")
+        lab.clock.pause(lab.cluster.now_ms)
+        return "Clock paused."
+
+    return run
+
+
+def _clock_resume(p: Mapping[str, str]) -> Act:
+    def run(lab: LiveLab) -> str:
+        if not lab.clock.paused:
+            raise IllegalState("the clock is running")
+        lab.clock.resume(lab.cluster.now_ms)
+        return f"Clock running at {lab.clock.rate:g}x."
+
+    return run
+
+
+def _clock_step(p: Mapping[str, str]) -> Act:
+    events = _int(p, "events", low=1, high=1000, default=0) if str(p.get("events", "")).strip() else 0
+    ms = _int(p, "ms", low=1, high=60_000, default=0) if str(p.get("ms", "")).strip() else 0
+    if bool(events) == bool(ms):
+        raise IllegalArgument("step either some events or some ms, not both and not neither")
+
+    def run(lab: LiveLab) -> str:
+        if not lab.clock.paused:
+            raise IllegalState("pause the clock first: stepping is for a stopped clock")
+        before = lab.cluster.now_ms
+        if events:
+            ran = 0
+            while ran < events and lab.cluster.step():
+                ran += 1
+            text = f"Stepped {ran} event(s): {before} ms → {lab.cluster.now_ms} ms."
+        else:
+            lab.cluster.run_until(before + ms, pace=False)
+            text = f"Stepped {ms} ms: {before} ms → {lab.cluster.now_ms} ms."
+        lab.clock.anchor(lab.cluster.now_ms)
+        return text
+
+    return run
+
+
+def _clock_speed(p: Mapping[str, str]) -> Act:
+    raw = str(p.get("rate", "")).strip()
+    try:
+        rate = float(raw)
+    except ValueError:
+        raise IllegalArgument(f"rate must be a number, not {raw!r}") from None
+    check_rate(rate)
+
+    def run(lab: LiveLab) -> str:
+        lab.clock.set_rate(rate, lab.cluster.now_ms)
+        lab.update_spec(lab.spec.with_rate(rate))
+        return f"Clock speed {rate:g}x."
+
+    return run
+
+
+def _clock_reset(p: Mapping[str, str]) -> Act:
+    def run(lab: LiveLab) -> str:
+        lab.reset_now()
+        return "Lab reset: a fresh cluster with fresh data."
+
+    return run
+
+
+PARSERS: Mapping[str, Callable[[Mapping[str, str]], Act]] = {
+    "kill": _kill,
+    "restart": _restart,
+    "pause": _pause,
+    "resume": _resume,
+    "slow": _slow,
+    "isolate": _isolate,
+    "heal": _heal,
+    "shutdown": _shutdown,
+    "produce": _produce,
+    "topic-create": _create_topic,
+    "client-producer": _add_producer,
+    "client-consumer": _add_consumer,
+    "client-stop": _client_op("stop"),
+    "client-crash": _client_op("crash"),
+    "client-remove": _client_op("remove"),
+    "clock-pause": _clock_pause,
+    "clock-resume": _clock_resume,
+    "clock-step": _clock_step,
+    "clock-speed": _clock_speed,
+    "clock-reset": _clock_reset,
+}
+
+
+def plan(name: str, params: Mapping[str, str]) -> Act:
+    """The action ``name`` with ``params`` checked; IllegalArgument for an unknown name or bad input."""
+    parser = PARSERS.get(name)
+    if parser is None:
+        raise IllegalArgument(f"there is no control named {name!r}")
+    return parser(params)

@@ -1,0 +1,592 @@
+"""A live lab: a Cluster, the one thread that drives it, and the frames it publishes.
+
+The Cluster is not thread-safe, so only the driver thread touches it: it builds the
+cluster, runs the commands web code submits (each answers through a
+``concurrent.futures.Future``), advances virtual time at the clock's rate, and after
+each frame publishes what changed. Web code reads ``frame``: the last published,
+immutable view models.
+
+A frame is coalesced: the driver advances the engine every ``tick_s`` but publishes
+at most every ``publish_interval_s``, and only the fragments whose view model changed.
+When nothing changed, nothing is sent.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Protocol
+
+from lab.engine.cluster import Cluster
+from lab.engine.errors import IllegalArgument, IllegalState, KafkaError, KafkaTimeout
+from lab.engine.events import Event
+from lab.runtime import actions
+from lab.runtime.broadcast import Broadcaster, broadcaster, group_name
+from lab.runtime.clock import LabClock
+from lab.runtime.registry import BrokerSummary, LabSummary, register_lab, unregister_lab, update_lab
+from lab.runtime.spec import ClientSpec, LabSpec
+from lab.visuals.charts import Sample
+from lab.visuals.clock import LabStatus
+from lab.visuals.frame import FrameInputs, build
+
+log = logging.getLogger(__name__)
+
+SAMPLES_KEPT = 1200  # two minutes of frames at 10 a second
+EVENTS_KEPT = 400
+REBALANCES_KEPT = 200
+MAX_FRAME_MS = 2_000  # the most virtual time one tick runs; beyond it the clock re-anchors
+
+
+class Renderer(Protocol):
+    def fragment(self, key: str, views: Mapping[str, object]) -> str:
+        """One fragment as out-of-band HTML, from the frame's views."""
+        ...
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FrameMeta:
+    seq: int
+    time_ms: int
+    made_at: float  # wall clock (epoch seconds) when the state was read from the engine
+    event_at: float  # wall clock of the first engine step since the frame before
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Frame:
+    seq: int
+    views: Mapping[str, object]
+    meta: FrameMeta
+
+
+class LiveLab:
+    """One running lab. ``start()`` it, ``submit``/``act`` on it, read ``frame``, ``stop()`` it."""
+
+    def __init__(
+        self,
+        spec: LabSpec,
+        *,
+        zookeeper: str | None,
+        fallback_reason: str = "",
+        renderer: Renderer | None = None,
+        broadcast: Broadcaster | None = None,
+        tick_s: float = 0.02,
+        publish_interval_s: float = 0.1,
+        tree_interval_s: float = 1.0,
+    ) -> None:
+        self._spec = spec
+        self.zookeeper = zookeeper
+        self.fallback_reason = fallback_reason
+        self.renderer = renderer
+        self.broadcast = broadcast or broadcaster
+        self.group = group_name(spec.slug)
+        self.tick_s = tick_s
+        self.publish_interval_s = publish_interval_s
+        self.tree_interval_s = tree_interval_s
+        self.clock = LabClock(rate=spec.rate)
+        self.ready: Future[None] = Future()
+        self.state = "starting"
+        self.error = ""
+        self._cluster: Cluster | None = None
+        self._thread: threading.Thread | None = None
+        self._cond = threading.Condition()
+        self._inbox: deque[tuple[actions.Act, Future[Any]]] = deque()
+        self._waiting: list[tuple[actions.Waiting, Future[Any]]] = []
+        self._stopping = False
+        self._lock = threading.Lock()  # guards the published frame and the subscriber count
+        self._frame = Frame(
+            seq=0, views={}, meta=FrameMeta(seq=0, time_ms=0, made_at=time.time(), event_at=time.time())
+        )
+        self._subscribers = 0
+        self._reset_state()
+
+    def _reset_state(self) -> None:
+        self._events: deque[Event] = deque(maxlen=EVENTS_KEPT)
+        self._rebalances: deque[Event] = deque(maxlen=REBALANCES_KEPT)
+        self._journal_seq = 0
+        self._samples: deque[Sample] = deque(maxlen=SAMPLES_KEPT)
+        self._tree: list[dict[str, Any]] | None = None
+        self._tree_prev: list[dict[str, Any]] | None = None
+        self._tree_error: str | None = None
+        self._tree_at = 0.0
+        self._last_publish = 0.0
+        self._first_step_at: float | None = None
+        self._produced = 0
+        self._consumed = 0
+        self._leo_seen: dict[str, int] = {}
+        self._out_seen: dict[int, tuple[int, int]] = {}  # broker -> (id of its Broker object, count)
+        self._producers: dict[str, Any] = {}
+        self._clients: dict[str, Any] = {}
+        self._summary: LabSummary | None = None
+
+    # ------------------------------------------------------------------ what web code calls
+
+    @property
+    def slug(self) -> str:
+        return self._spec.slug
+
+    @property
+    def spec(self) -> LabSpec:
+        return self._spec
+
+    @property
+    def store(self) -> str:
+        return "zookeeper" if self.zookeeper else "memory"
+
+    @property
+    def frame(self) -> Frame:
+        return self._frame
+
+    @property
+    def cluster(self) -> Cluster:
+        """The engine: only for code running on the driver thread (actions, submitted functions)."""
+        if threading.current_thread() is not self._thread:
+            raise IllegalState("only the lab's driver thread may touch its cluster; submit() a function instead")
+        if self._cluster is None:
+            raise IllegalState(f"lab {self.slug} has no cluster ({self.state}{': ' + self.error if self.error else ''})")
+        return self._cluster
+
+    def start(self) -> LiveLab:
+        if self._thread is not None:
+            raise IllegalState(f"lab {self.slug} is already started")
+        self._thread = threading.Thread(target=self._run, name=f"lab-{self.slug}", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self, timeout_s: float = 30.0) -> None:
+        """Stop the driver and close the cluster, keeping its data for the next start."""
+        with self._cond:
+            self._stopping = True
+            self._cond.notify_all()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout_s)
+
+    def submit(self, fn: actions.Act) -> Future[Any]:
+        """Run ``fn(self)`` on the driver thread at its next tick; the future holds its result or error."""
+        future: Future[Any] = Future()
+        with self._cond:
+            if self._stopping:
+                future.set_exception(IllegalState(f"lab {self.slug} is stopping"))
+                return future
+            self._inbox.append((fn, future))
+            self._cond.notify_all()
+        return future
+
+    def act(self, name: str, params: Mapping[str, str]) -> Future[Any]:
+        """A named control (see ``lab.runtime.actions``); bad parameters fail the future at once."""
+        try:
+            fn = actions.plan(name, params)
+        except KafkaError as error:
+            future: Future[Any] = Future()
+            future.set_exception(error)
+            return future
+        return self.submit(fn)
+
+    def subscribe(self) -> Frame:
+        """A page connects: count it, and return the frame to send it in full."""
+        with self._lock:
+            self._subscribers += 1
+            return self._frame
+
+    def unsubscribe(self) -> None:
+        with self._lock:
+            self._subscribers = max(0, self._subscribers - 1)
+
+    @property
+    def subscribers(self) -> int:
+        with self._lock:
+            return self._subscribers
+
+    def render_full(self, frame: Frame | None = None) -> str:
+        """Every fragment of ``frame`` (default: the latest), for a page that just connected."""
+        frame = frame or self._frame
+        if self.renderer is None:
+            return ""
+        keys = list(frame.views)
+        return "".join(self.renderer.fragment(k, frame.views) for k in keys)
+
+    def wait_for_frame(self, predicate: Callable[[Frame], bool], timeout_s: float = 10.0) -> Frame:
+        """Block until a published frame satisfies ``predicate`` (for tests and scripts)."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            frame = self._frame
+            if predicate(frame):
+                return frame
+            if time.monotonic() >= deadline:
+                raise KafkaTimeout(f"no frame of lab {self.slug} matched within {timeout_s} s (last: {frame.seq})")
+            with self._cond:
+                self._cond.wait(0.02)
+
+    # ------------------------------------------------------------------ for actions (driver thread)
+
+    def update_spec(self, spec: LabSpec) -> None:
+        self._spec = spec
+
+    def producer(self, acks: str) -> Any:
+        producer = self._producers.get(acks)
+        if producer is None or producer.closed:
+            producer = self.cluster.producer(acks=acks, client_id=f"dashboard-acks-{acks}")
+            self._producers[acks] = producer
+        return producer
+
+    def add_client(self, client: ClientSpec, *, record: bool = True) -> str:
+        cluster = self.cluster
+        factory = getattr(cluster, f"simulated_{client.kind}", None)
+        if factory is None:
+            raise IllegalState("simulated clients are not available in this engine yet")
+        for topic in client.topics:
+            if topic not in cluster.topics():
+                raise IllegalArgument(f"there is no topic {topic!r}; create it first")
+        if client.kind == "producer":
+            obj = factory(client.topics[0], rate_per_s=client.rate_per_s, acks=client.acks, name=client.name or None)
+        else:
+            obj = factory(
+                client.group, list(client.topics), processing_ms=client.processing_ms, name=client.name or None
+            )
+        name = str(obj.name)
+        self._clients[name] = obj
+        if record:
+            self._spec = self._spec.with_client(replace(client, name=name))
+        return name
+
+    def client_op(self, name: str, op: str) -> str:
+        cluster = self.cluster
+        obj = self._clients.get(name)
+        if op == "remove":
+            remove = getattr(cluster, "remove_client", None)
+            if remove is None:
+                raise IllegalState("simulated clients are not available in this engine yet")
+            remove(name)
+            self._clients.pop(name, None)
+            self._spec = self._spec.without_client(name)
+            return f"{name} removed."
+        if obj is None:
+            raise IllegalArgument(f"there is no simulated client named {name!r}")
+        getattr(obj, op)()
+        self._spec = self._spec.without_client(name)
+        return f"{name} {'stopped' if op == 'stop' else 'crashed'}."
+
+    def reset_now(self) -> None:
+        """Throw the cluster away with its data and znodes, and build it afresh (driver thread)."""
+        self.state = "resetting"
+        self._close_cluster(delete=True)
+        self._reset_state()
+        self._build()
+
+    # ------------------------------------------------------------------ the driver
+
+    def _run(self) -> None:
+        try:
+            self._build()
+        except Exception as error:  # the page shows why; a reset tries again
+            self._failed(error)
+        if not self.ready.done():
+            self.ready.set_result(None)
+        try:
+            while True:
+                with self._cond:
+                    if not self._inbox and not self._stopping:
+                        self._cond.wait(self.tick_s)
+                    if self._stopping:
+                        break
+                    work = list(self._inbox)
+                    self._inbox.clear()
+                for fn, future in work:
+                    self._execute(fn, future)
+                if self._cluster is not None and self.state == "running":
+                    try:
+                        self._advance()
+                        self._settle_waiting()
+                        self._maybe_poll_tree()
+                    except Exception as error:
+                        log.exception("lab %s: the engine failed", self.slug)
+                        self._failed(error)
+                self._maybe_publish()
+        finally:
+            self._close_cluster(delete=False)
+            for _, future in self._waiting:
+                future.set_exception(IllegalState(f"lab {self.slug} stopped"))
+            with self._cond:
+                leftover = list(self._inbox)
+                self._inbox.clear()
+            for _, future in leftover:
+                future.set_exception(IllegalState(f"lab {self.slug} stopped"))
+            unregister_lab(self.slug)
+            self.state = "stopped"
+
+    def _failed(self, error: BaseException) -> None:
+        self.state = "failed"
+        self.error = str(error)
+        self._last_publish = 0.0
+
+    def _build(self) -> None:
+        spec = self._spec
+        data_dir = Path(spec.data_dir)
+        data_dir.mkdir(parents=True, exist_ok=True)
+        cluster = Cluster.create(
+            brokers=spec.brokers,
+            seed=spec.seed,
+            config=dict(spec.config),
+            zookeeper=self.zookeeper,
+            data_dir=data_dir,
+            name=spec.slug,
+            chroot=spec.chroot,
+        )
+        self._cluster = cluster
+        cluster.after_step.append(self._stepped)
+        existing = set(cluster.topics())
+        for topic in spec.topics:
+            if topic.name not in existing:
+                cluster.create_topic(
+                    topic.name,
+                    partitions=topic.partitions,
+                    replication_factor=min(topic.replication_factor, spec.brokers),
+                    config=dict(topic.config),
+                )
+        for client in spec.clients:
+            try:
+                self.add_client(client, record=False)
+            except KafkaError as error:
+                log.warning("lab %s: simulated client %s not restored: %s", self.slug, client.name, error)
+        self.clock.anchor(cluster.now_ms)
+        self.state = "running"
+        self.error = ""
+        self._register()
+
+    def _close_cluster(self, *, delete: bool) -> None:
+        cluster, self._cluster = self._cluster, None
+        if cluster is None:
+            if delete:
+                self._delete_data(None)
+            return
+        store = cluster.store
+        try:
+            cluster.close(delete_data=False)
+        except Exception:
+            log.exception("lab %s: closing the cluster failed", self.slug)
+        if delete:
+            self._delete_data(store)
+
+    def _delete_data(self, store: Any) -> None:
+        data_dir = Path(self._spec.data_dir)
+        if data_dir.exists():
+            shutil.rmtree(data_dir)
+        data_dir.mkdir(parents=True, exist_ok=True)
+        if store is None and self.zookeeper:
+            # The cluster never came up; its chroot may still hold what an earlier run left.
+            from lab.engine.metadata.zookeeper import ZooKeeperStore
+
+            store = ZooKeeperStore(self.zookeeper, chroot=self._spec.chroot)
+            try:
+                store.delete_chroot()
+            finally:
+                store.close()
+            return
+        delete_chroot = getattr(store, "delete_chroot", None)
+        if delete_chroot is not None:
+            delete_chroot()
+
+    def _execute(self, fn: actions.Act, future: Future[Any]) -> None:
+        if not future.set_running_or_notify_cancel():
+            return
+        try:
+            result = fn(self)
+        except KafkaError as error:
+            future.set_exception(error)
+        except Exception as error:  # a bug, not a person's mistake: say so and keep the lab running
+            log.exception("lab %s: a command failed", self.slug)
+            future.set_exception(error)
+        else:
+            if isinstance(result, actions.Waiting):
+                self._waiting.append((result, future))
+            else:
+                future.set_result(result)
+        finally:
+            cluster = self._cluster
+            if cluster is not None and cluster.now_ms > self.clock.target():
+                self.clock.anchor(cluster.now_ms)  # a command that waited moved the engine on
+        self._last_publish = 0.0  # show the effect in the very next frame
+
+    def _settle_waiting(self) -> None:
+        still = []
+        now = time.monotonic()
+        for waiting, future in self._waiting:
+            try:
+                if waiting.ready():
+                    future.set_result(waiting.result())
+                elif now >= waiting.deadline:
+                    future.set_result(waiting.on_timeout())
+                else:
+                    still.append((waiting, future))
+            except Exception as error:
+                future.set_exception(error)
+        self._waiting = still
+
+    def _stepped(self) -> None:
+        if self._first_step_at is None:
+            self._first_step_at = time.time()
+
+    def _advance(self) -> None:
+        cluster = self._cluster
+        assert cluster is not None
+        if self.clock.paused:
+            return
+        target = self.clock.target()
+        now = cluster.now_ms
+        if target <= now:
+            return
+        if target - now > MAX_FRAME_MS:
+            # More work than a frame holds (or the thread was held up): run a frame's worth, then
+            # carry on from there instead of racing to catch up.
+            target = now + MAX_FRAME_MS
+            cluster.run_until(target, pace=False)
+            self.clock.anchor(cluster.now_ms)
+            return
+        cluster.run_until(target, pace=False)
+
+    def _maybe_poll_tree(self) -> None:
+        if self.clock.paused and self._tree is not None:
+            return
+        if time.monotonic() - self._tree_at < self.tree_interval_s:
+            return
+        cluster = self._cluster
+        assert cluster is not None
+        self._tree_at = time.monotonic()
+        try:
+            tree = cluster.zookeeper_tree()
+        except KafkaError as error:
+            self._tree_error = f"the tree could not be read: {error}"
+            return
+        self._tree_error = None
+        if tree != self._tree:
+            self._tree_prev, self._tree = self._tree, tree
+        elif self._tree_prev != self._tree:
+            self._tree_prev = self._tree  # a node stays "new" or "gone" for one poll only
+        if cluster.now_ms > self.clock.target():
+            self.clock.anchor(cluster.now_ms)
+
+    # ------------------------------------------------------------------ frames
+
+    def _status(self) -> LabStatus:
+        return LabStatus(
+            state=self.state,
+            store=self.store,
+            zookeeper=self.zookeeper or "",
+            chroot=self._spec.chroot,
+            error=self.error,
+            fallback_reason=self.fallback_reason,
+        )
+
+    def _collect(self) -> FrameInputs:
+        cluster = self._cluster
+        snapshot: dict[str, Any] = (
+            cluster.snapshot()
+            if cluster is not None
+            else {"time_ms": 0, "brokers": [], "topics": {}, "groups": {}, "clients": [], "in_flight": []}
+        )
+        if cluster is not None:
+            for event in cluster.events(self._journal_seq):
+                self._events.append(event)
+                if event.kind == "rebalance":
+                    self._rebalances.append(event)
+            self._journal_seq = cluster.journal.last_seq
+            self._samples.append(self._sample(cluster, snapshot))
+        config = dict(cluster.config.values) if cluster is not None else dict(self._spec.config)
+        return FrameInputs(
+            snapshot=snapshot,
+            config=config,
+            events=tuple(self._events),
+            rebalances=tuple(self._rebalances),
+            tree=self._tree,
+            tree_previous=self._tree_prev,
+            tree_error=self._tree_error,
+            samples=tuple(self._samples),
+            rate=self.clock.rate,
+            paused=self.clock.paused,
+            status=self._status(),
+            simulated_clients=cluster is not None and hasattr(cluster, "simulated_producer"),
+        )
+
+    def _sample(self, cluster: Cluster, snapshot: Mapping[str, Any]) -> Sample:
+        from lab.visuals.charts import sample
+
+        # Records appended: growth of each user partition's longest log (leaders change, logs persist).
+        for name, topic in snapshot.get("topics", {}).items():
+            if name.startswith("__"):
+                continue
+            for part in topic["partitions"]:
+                key = f"{name}/{part['partition']}"
+                longest = max((int(v["log_end_offset"]) for v in part["logs"].values()), default=0)
+                self._produced += max(0, longest - self._leo_seen.get(key, 0))
+                self._leo_seen[key] = max(longest, self._leo_seen.get(key, 0))
+        # Records served to consumers: each broker's counter, which starts again at 0 after a restart.
+        for bid, broker in cluster.brokers.items():
+            count = broker.stats.records_out_to_consumers
+            ident, seen = self._out_seen.get(bid, (id(broker), 0))
+            if ident != id(broker):
+                seen = 0
+            self._consumed += max(0, count - seen)
+            self._out_seen[bid] = (id(broker), count)
+        return sample(snapshot, produced=self._produced, consumed=self._consumed)
+
+    def _maybe_publish(self) -> None:
+        now = time.monotonic()
+        if now - self._last_publish < self.publish_interval_s:
+            return
+        self._last_publish = now
+        made_at = time.time()
+        inputs = self._collect()
+        views = build(inputs)
+        first_step = self._first_step_at or made_at
+        self._first_step_at = None
+        previous = self._frame
+        changed = [k for k, v in views.items() if previous.views.get(k) != v]
+        if not changed and previous.seq:
+            return
+        time_ms = int(inputs.snapshot.get("time_ms") or 0)
+        meta = FrameMeta(seq=previous.seq + 1, time_ms=time_ms, made_at=made_at, event_at=min(first_step, made_at))
+        frame = Frame(seq=meta.seq, views={**views, "frame": meta}, meta=meta)
+        with self._lock:
+            self._frame = frame
+            send = self._subscribers > 0
+        with self._cond:
+            self._cond.notify_all()
+        self._update_registry(inputs.snapshot)
+        if send and self.renderer is not None:
+            html = "".join(self.renderer.fragment(k, frame.views) for k in [*changed, "frame"])
+            self.broadcast.send(self.group, {"type": "lab.frame", "html": html, "frame": frame.seq})
+
+    # ------------------------------------------------------------------ the home page's registry
+
+    def _summarize(self, snapshot: Mapping[str, Any]) -> LabSummary:
+        return LabSummary(
+            name=self.slug,
+            brokers=tuple(BrokerSummary(id=int(b["id"]), state=str(b["state"])) for b in snapshot.get("brokers", ())),
+            controller=snapshot.get("controller"),
+            zookeeper_chroot=self._spec.chroot if self.zookeeper else None,
+        )
+
+    def _register(self) -> None:
+        cluster = self._cluster
+        assert cluster is not None
+        summary = self._summarize(cluster.snapshot())
+        unregister_lab(self.slug)
+        register_lab(summary)
+        self._summary = summary
+
+    def _update_registry(self, snapshot: Mapping[str, Any]) -> None:
+        if self._cluster is None:
+            return
+        summary = self._summarize(snapshot)
+        if summary != self._summary:
+            try:
+                update_lab(summary)
+            except KeyError:
+                register_lab(summary)
+            self._summary = summary

@@ -1,0 +1,143 @@
+"""What a live lab is made of, as plain data: enough to rebuild it after a restart.
+
+The Django side stores a ``LabSpec`` in the ``Lab`` row's ``settings`` (JSON) and the
+runtime builds the cluster from it. Topics and simulated clients a person adds are
+recorded here too, so a lab on the memory store (which forgets its metadata when the
+server stops) and a reset lab come back with them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from lab.engine.config import validate_broker_config
+from lab.engine.errors import IllegalArgument
+
+MIN_RATE = 0.1
+MAX_RATE = 10.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TopicSpec:
+    name: str
+    partitions: int = 1
+    replication_factor: int = 1
+    config: Mapping[str, str] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "partitions": self.partitions,
+            "replication_factor": self.replication_factor,
+            "config": dict(self.config),
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> TopicSpec:
+        return cls(
+            name=str(data["name"]),
+            partitions=int(data.get("partitions", 1)),
+            replication_factor=int(data.get("replication_factor", 1)),
+            config={str(k): str(v) for k, v in (data.get("config") or {}).items()},
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClientSpec:
+    kind: str  # producer | consumer
+    name: str
+    topics: tuple[str, ...]
+    group: str = ""
+    rate_per_s: float = 10.0
+    processing_ms: int = 50
+    acks: str = "all"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "name": self.name,
+            "topics": list(self.topics),
+            "group": self.group,
+            "rate_per_s": self.rate_per_s,
+            "processing_ms": self.processing_ms,
+            "acks": self.acks,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ClientSpec:
+        return cls(
+            kind=str(data["kind"]),
+            name=str(data["name"]),
+            topics=tuple(str(t) for t in data.get("topics") or ()),
+            group=str(data.get("group") or ""),
+            rate_per_s=float(data.get("rate_per_s", 10.0)),
+            processing_ms=int(data.get("processing_ms", 50)),
+            acks=str(data.get("acks", "all")),
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LabSpec:
+    slug: str
+    name: str
+    data_dir: str
+    chroot: str
+    brokers: int = 3
+    config: Mapping[str, str] = field(default_factory=dict)  # broker config overrides
+    rate: float = 1.0
+    seed: int = 7
+    topics: tuple[TopicSpec, ...] = ()
+    clients: tuple[ClientSpec, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.brokers <= 12:
+            raise IllegalArgument(f"a lab has 1 to 12 brokers, not {self.brokers}")
+        check_rate(self.rate)
+        validate_broker_config(self.config)
+
+    def settings(self) -> dict[str, Any]:
+        """The JSON the ``Lab`` row keeps (everything but the columns of its own)."""
+        return {
+            "config": dict(self.config),
+            "rate": self.rate,
+            "seed": self.seed,
+            "topics": [t.to_json() for t in self.topics],
+            "clients": [c.to_json() for c in self.clients],
+        }
+
+    @classmethod
+    def from_settings(
+        cls, *, slug: str, name: str, data_dir: str, chroot: str, brokers: int, settings: Mapping[str, Any]
+    ) -> LabSpec:
+        return cls(
+            slug=slug,
+            name=name,
+            data_dir=data_dir,
+            chroot=chroot,
+            brokers=brokers,
+            config={str(k): str(v) for k, v in (settings.get("config") or {}).items()},
+            rate=float(settings.get("rate", 1.0)),
+            seed=int(settings.get("seed", 7)),
+            topics=tuple(TopicSpec.from_json(t) for t in settings.get("topics") or ()),
+            clients=tuple(ClientSpec.from_json(c) for c in settings.get("clients") or ()),
+        )
+
+    def with_topic(self, topic: TopicSpec) -> LabSpec:
+        return replace(self, topics=(*[t for t in self.topics if t.name != topic.name], topic))
+
+    def with_client(self, client: ClientSpec) -> LabSpec:
+        return replace(self, clients=(*[c for c in self.clients if c.name != client.name], client))
+
+    def without_client(self, name: str) -> LabSpec:
+        return replace(self, clients=tuple(c for c in self.clients if c.name != name))
+
+    def with_rate(self, rate: float) -> LabSpec:
+        return replace(self, rate=check_rate(rate))
+
+
+def check_rate(rate: float) -> float:
+    if not MIN_RATE - 1e-9 <= rate <= MAX_RATE + 1e-9:
+        raise IllegalArgument(f"the clock runs at {MIN_RATE:g}x to {MAX_RATE:g}x, not {rate:g}x")
+    return rate

@@ -1,0 +1,100 @@
+"""Everything a lab page shows, as view models keyed by fragment: one pure function of the engine's state.
+
+The runtime calls ``build`` once per frame and sends only the fragments whose view model
+differs from the last frame's; a page that connects gets them all. Fragments are cut so
+that what changes every frame (virtual time, counters, logs) is apart from the controls,
+which are replaced only when what they offer changes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from lab.engine.events import Event
+from lab.visuals.charts import Sample, charts
+from lab.visuals.clients import client_stats, clients_view
+from lab.visuals.cluster_map import cluster_map
+from lab.visuals.clock import ClockTime, LabStatus, clock_controls
+from lab.visuals.groups import groups_view
+from lab.visuals.partition_log import partition_logs
+from lab.visuals.timeline import timeline, timeline_filters
+from lab.visuals.zookeeper import zookeeper_tree
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FrameInputs:
+    snapshot: Mapping[str, Any]
+    config: Mapping[str, str]
+    events: Sequence[Event]
+    rebalances: Sequence[Event]
+    tree: Sequence[Mapping[str, Any]] | None
+    tree_previous: Sequence[Mapping[str, Any]] | None
+    tree_error: str | None
+    samples: Sequence[Sample]
+    rate: float
+    paused: bool
+    status: LabStatus
+    simulated_clients: bool
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TopicIndex:
+    """The topics the partition-log view has a block for, and the lab's choices for forms."""
+
+    topics: tuple[str, ...]
+    internal: tuple[str, ...]
+    groups: tuple[str, ...]
+    brokers: tuple[int, ...]
+    simulated_clients: bool
+    tips: tuple[tuple[str, str], ...]
+
+    @property
+    def tip(self) -> dict[str, str]:
+        return dict(self.tips)
+
+
+def plog_key(topic: str) -> str:
+    return f"plog:{topic}"
+
+
+def build(inputs: FrameInputs) -> dict[str, object]:
+    snap = inputs.snapshot
+    config = inputs.config
+    logs = partition_logs(snap, config, rate=0.0 if inputs.paused else inputs.rate)
+    views: dict[str, object] = {
+        "status": inputs.status,
+        "clock-time": ClockTime(time_ms=int(snap.get("time_ms") or 0), paused=inputs.paused),
+        "clock-controls": clock_controls(inputs.rate, inputs.paused),
+        "cluster-map": cluster_map(snap, config),
+        "plogs": TopicIndex(
+            topics=tuple(t.topic for t in logs.topics if not t.internal),
+            internal=tuple(t.topic for t in logs.topics if t.internal),
+            groups=tuple(sorted(snap.get("groups") or {})),
+            brokers=tuple(int(b["id"]) for b in snap.get("brokers", ())),
+            simulated_clients=inputs.simulated_clients,
+            tips=logs.tips,
+        ),
+    }
+    for topic in logs.topics:
+        views[plog_key(topic.topic)] = topic
+    views.update(
+        {
+            "groups": groups_view(snap, inputs.rebalances, config),
+            "clients": clients_view(snap),
+            "client-stats": client_stats(snap),
+            "zookeeper": zookeeper_tree(
+                inputs.tree,
+                inputs.tree_previous,
+                chroot=inputs.status.chroot,
+                store=inputs.status.store,
+                config=config,
+                error=inputs.tree_error,
+            ),
+            "timeline-filters": timeline_filters(inputs.events),
+            "timeline": timeline(inputs.events),
+            "charts": charts(inputs.samples),
+        }
+    )
+    return views

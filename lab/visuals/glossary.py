@@ -1,0 +1,164 @@
+"""One sentence for each marker the dashboard draws, with the config that governs it.
+
+A tooltip reads: what the marker means, then the config key with the lab's value beside
+Kafka's default ("replica.lag.time.max.ms: lab 10000, Kafka 30000"). The sentences are the
+lab's; the keys, defaults and docs come from the engine's config registry, so a tooltip
+never states a default the engine does not use.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from lab.engine.config import BROKER_KEYS, TOPIC_KEYS, ConfigKey
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Entry:
+    sentence: str
+    config: str | None = None  # the key that governs it (broker or topic scope)
+
+
+ENTRIES: Mapping[str, Entry] = {
+    "leader": Entry(
+        sentence="The leader: every produce and every consumer fetch for this partition goes to this replica; "
+        "the first replica listed is the preferred one.",
+        config="auto.leader.rebalance.enable",
+    ),
+    "follower": Entry(
+        sentence="A follower: it fetches from the leader and appends what it gets, ready to take over.",
+        config="replica.fetch.wait.max.ms",
+    ),
+    "in_isr": Entry(
+        sentence="In the ISR: this replica has caught up with the leader's log end recently enough.",
+        config="replica.lag.time.max.ms",
+    ),
+    "out_of_isr": Entry(
+        sentence="Out of the ISR: it fell behind for too long, so the high watermark no longer waits for it.",
+        config="replica.lag.time.max.ms",
+    ),
+    "offline": Entry(
+        sentence="Offline: no live leader, so nobody can write or read this partition until an ISR replica returns.",
+        config="unclean.leader.election.enable",
+    ),
+    "not_hosted": Entry(
+        sentence="This broker holds no replica of the partition (placement: replica j of partition i on broker (i + j) mod n).",
+    ),
+    "controller": Entry(
+        sentence="The controller: elected through the /controller znode, it chooses leaders and tells every broker.",
+        config="zookeeper.session.timeout.ms",
+    ),
+    "session": Entry(
+        sentence="The broker's ZooKeeper session: when it expires, /brokers/ids/<id> vanishes and the controller moves its leaderships.",
+        config="zookeeper.session.timeout.ms",
+    ),
+    "log_start_offset": Entry(
+        sentence="Log start offset: the oldest offset this replica still keeps; retention moves it forward.",
+        config="retention.ms",
+    ),
+    "high_watermark": Entry(
+        sentence="High watermark: every ISR replica has the records below it; consumers read only below it.",
+        config="min.insync.replicas",
+    ),
+    "log_end_offset": Entry(
+        sentence="Log end offset: the offset the next record appended to this replica will get; followers advance it by fetching.",
+        config="replica.fetch.wait.max.ms",
+    ),
+    "uncommitted": Entry(
+        sentence="Above the high watermark: written here but not yet on every ISR replica, so consumers cannot see it yet.",
+        config="replica.lag.time.max.ms",
+    ),
+    "leader_epoch": Entry(
+        sentence="Leader epoch: it grows at every leader change; a follower truncates by it after a failover (KIP-101).",
+        config="lab.leader.epochs",
+    ),
+    "in_flight": Entry(
+        sentence="A request or response travelling between brokers, drawn from when it was sent to when it arrives.",
+        config="lab.network.latency.ms",
+    ),
+    "broker_alive": Entry(
+        sentence="Running: registered in ZooKeeper and serving its partitions.",
+        config="zookeeper.session.timeout.ms",
+    ),
+    "broker_killed": Entry(
+        sentence="Killed: a hard stop with no goodbye; ZooKeeper notices only when its session times out.",
+        config="zookeeper.session.timeout.ms",
+    ),
+    "broker_stopped": Entry(
+        sentence="Stopped by a controlled shutdown: it handed its leaderships over first, then left.",
+        config="controlled.shutdown.enable",
+    ),
+    "broker_paused": Entry(
+        sentence="Paused, like a long garbage-collection pause: it holds everything it receives and sends no heartbeats.",
+        config="zookeeper.session.timeout.ms",
+    ),
+    "broker_slow": Entry(
+        sentence="Slow network: every message to and from it is delayed, so it may fall out of the ISR.",
+        config="replica.lag.time.max.ms",
+    ),
+    "broker_isolated": Entry(
+        sentence="Cut off: from ZooKeeper its session expires; from the other brokers its followers stop fetching.",
+        config="zookeeper.session.timeout.ms",
+    ),
+    "broker_starting": Entry(
+        sentence="Starting: recovering its logs from disk, then registering in ZooKeeper.",
+        config="zookeeper.session.timeout.ms",
+    ),
+    "ephemeral": Entry(
+        sentence="Ephemeral znode: it lives as long as the ZooKeeper session that created it.",
+        config="zookeeper.session.timeout.ms",
+    ),
+    "group_generation": Entry(
+        sentence="Generation: the group's rebalance counter; each completed rebalance starts a new one.",
+        config="group.initial.rebalance.delay.ms",
+    ),
+    "lag": Entry(
+        sentence="Lag: the partition's high watermark minus the group's committed offset: records not yet processed.",
+    ),
+    "committed": Entry(
+        sentence="Committed offset: where the group resumes this partition after a rebalance or a restart, kept in __consumer_offsets.",
+        config="offsets.topic.num.partitions",
+    ),
+    "coordinator": Entry(
+        sentence="The group coordinator: the leader of the __consumer_offsets partition this group hashes to.",
+        config="offsets.topic.num.partitions",
+    ),
+}
+
+
+def config_key(name: str) -> ConfigKey | None:
+    return BROKER_KEYS.get(name) or TOPIC_KEYS.get(name)
+
+
+def lab_value(name: str, config: Mapping[str, str]) -> str | None:
+    """The value this lab runs with: its own setting, else the broker-level fallback, else the lab default."""
+    if name in config:
+        return config[name]
+    key = config_key(name)
+    if key is None:
+        return None
+    if key.broker_name is not None and key.broker_name in config:
+        return config[key.broker_name]
+    return key.default
+
+
+def governed_by(name: str, config: Mapping[str, str]) -> str:
+    """``"replica.lag.time.max.ms: lab 10000, Kafka 30000"``."""
+    key = config_key(name)
+    if key is None:
+        raise KeyError(f"no config key {name!r} in the engine's registry")
+    return f"{name}: lab {lab_value(name, config)}, Kafka {key.kafka_default}"
+
+
+def tip(marker: str, config: Mapping[str, str]) -> str:
+    """The tooltip for a marker: its sentence, then the governing config with both values."""
+    entry = ENTRIES[marker]
+    if entry.config is None:
+        return entry.sentence
+    return f"{entry.sentence} ({governed_by(entry.config, config)})"
+
+
+def tips(config: Mapping[str, str]) -> dict[str, str]:
+    """Every marker's tooltip, for templates."""
+    return {marker: tip(marker, config) for marker in ENTRIES}

@@ -1,0 +1,259 @@
+"""The partition log: each replica's log as a row of offset cells, with its markers.
+
+Rows of one partition share one window of offsets, so the replicas line up and a
+student sees at a glance which follower lags. Each row marks the log start offset
+(LSO), the high watermark (HW) and the log end offset (LEO); the records between the
+HW and the LEO are drawn as written but not yet visible to consumers. Fetches in
+flight between the replicas are drawn where they are on their way, with the time
+left to travel so the page can animate them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from lab.visuals.glossary import tip
+
+WINDOW = 24  # offset cells drawn per row
+ROOM = 2  # empty cells after the longest log: where the next records go
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReplicaLog:
+    broker: int
+    role: str  # leader | follower | none
+    online: bool
+    in_isr: bool
+    log_start_offset: int
+    high_watermark: int
+    log_end_offset: int
+    leader_epoch: int
+    cells: str  # one letter per offset in the window: d deleted, c committed, u uncommitted, e empty
+    lso_at: int | None  # the marker's cell index in the window (None: outside it)
+    hw_at: int | None
+    leo_at: int | None
+    behind: int  # records behind the leader's log end
+    title: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Flight:
+    id: int
+    kind: str
+    src: int
+    dst: int
+    response: bool
+    src_row: int
+    dst_row: int
+    progress: float  # 0 at the sender, 1 at the receiver
+    remaining_s: float | None  # wall seconds left at the lab's speed; None while the clock is paused
+    label: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PartitionLog:
+    topic: str
+    partition: int
+    leader: int | None
+    leader_epoch: int
+    start: int  # the first offset in the window
+    end: int  # one past the last
+    earlier: int  # offsets before the window that some replica still keeps
+    replicas: tuple[ReplicaLog, ...]
+    flights: tuple[Flight, ...]
+
+    @property
+    def axis(self) -> tuple[tuple[int, int], ...]:
+        """(cell index, offset) for the labelled offsets: every fifth."""
+        return tuple((i, o) for i, o in enumerate(range(self.start, self.end)) if o % 5 == 0)
+
+    @property
+    def width(self) -> int:
+        return self.end - self.start
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TopicLog:
+    topic: str
+    internal: bool
+    partitions: tuple[PartitionLog, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PartitionLogs:
+    topics: tuple[TopicLog, ...]
+    tips: tuple[tuple[str, str], ...]
+
+    @property
+    def tip(self) -> dict[str, str]:
+        return dict(self.tips)
+
+    def topic(self, name: str) -> TopicLog | None:
+        return next((t for t in self.topics if t.topic == name), None)
+
+
+def _window(logs: Mapping[str, Mapping[str, Any]], width: int) -> tuple[int, int, int]:
+    if not logs:
+        return 0, width, 0
+    longest = max(int(v["log_end_offset"]) for v in logs.values())
+    oldest = min(int(v["log_start_offset"]) for v in logs.values())
+    end = max(longest + ROOM, oldest + width)
+    start = max(oldest, end - width)
+    return start, end, start - oldest
+
+
+def _cells(start: int, end: int, lso: int, hw: int, leo: int) -> str:
+    out = []
+    for offset in range(start, end):
+        if offset < lso:
+            out.append("d")
+        elif offset < min(hw, leo):
+            out.append("c")
+        elif offset < leo:
+            out.append("u")
+        else:
+            out.append("e")
+    return "".join(out)
+
+
+def _at(offset: int, start: int, end: int) -> int | None:
+    # A marker sits on the cell it points at; LEO may point one past the window's last cell.
+    return offset - start if start <= offset <= end else None
+
+
+def _flights(
+    in_flight: list[Mapping[str, Any]],
+    rows: list[int],
+    leader: int | None,
+    now_ms: int,
+    rate: float,
+) -> tuple[Flight, ...]:
+    out = []
+    if leader is None:
+        return ()
+    for env in in_flight:
+        if env.get("kind") != "Fetch":
+            continue
+        src, dst = env.get("src"), env.get("dst")
+        if not isinstance(src, int) or not isinstance(dst, int) or src not in rows or dst not in rows:
+            continue
+        # Replication traffic of this partition: follower -> leader requests and their answers.
+        if leader not in (src, dst):
+            continue
+        sent, deliver = int(env["sent_ms"]), int(env["deliver_ms"])
+        total = max(1, deliver - sent)
+        progress = min(1.0, max(0.0, (now_ms - sent) / total))
+        remaining = max(0, deliver - now_ms)
+        response = bool(env.get("response"))
+        out.append(
+            Flight(
+                id=int(env["id"]),
+                kind="Fetch",
+                src=src,
+                dst=dst,
+                response=response,
+                src_row=rows.index(src),
+                dst_row=rows.index(dst),
+                progress=round(progress, 3),
+                remaining_s=None if rate <= 0 else round(remaining / 1000 / rate, 3),
+                label=(
+                    f"Fetch response {src} → {dst}: records and the leader's HW"
+                    if response
+                    else f"Fetch {src} → {dst}: the follower asks from its LEO"
+                )
+                + f" (sent at {sent} ms, arrives at {deliver} ms)",
+            )
+        )
+    return tuple(sorted(out, key=lambda f: f.id))
+
+
+def partition_log(
+    topic: str,
+    part: Mapping[str, Any],
+    *,
+    in_flight: list[Mapping[str, Any]],
+    now_ms: int,
+    rate: float,
+    width: int = WINDOW,
+) -> PartitionLog:
+    logs: Mapping[str, Mapping[str, Any]] = part.get("logs") or {}
+    start, end, earlier = _window(logs, width)
+    leader = int(part["leader"])
+    isr = {int(b) for b in part["isr"]}
+    leader_leo = int(logs[str(leader)]["log_end_offset"]) if str(leader) in logs else None
+    rows = [int(r) for r in part["replicas"] if str(r) in logs]
+    replicas = []
+    for broker in rows:
+        log = logs[str(broker)]
+        lso, hw, leo = int(log["log_start_offset"]), int(log["high_watermark"]), int(log["log_end_offset"])
+        behind = 0 if leader_leo is None else max(0, leader_leo - leo)
+        role = "leader" if broker == leader else "follower"
+        words = [
+            f"broker {broker}, {role}" + ("" if broker in isr else ", out of ISR"),
+            f"LSO {lso}, HW {hw}, LEO {leo}, leader epoch {log['leader_epoch']}",
+        ]
+        if leo > hw:
+            words.append(f"{leo - hw} record(s) above the HW, not yet visible to consumers")
+        if behind:
+            words.append(f"{behind} behind the leader")
+        if not log.get("online", True):
+            words.append("offline: the broker is down, this is its log on disk")
+        replicas.append(
+            ReplicaLog(
+                broker=broker,
+                role=role,
+                online=bool(log.get("online", True)),
+                in_isr=broker in isr,
+                log_start_offset=lso,
+                high_watermark=hw,
+                log_end_offset=leo,
+                leader_epoch=int(log["leader_epoch"]),
+                cells=_cells(start, end, lso, hw, leo),
+                lso_at=_at(lso, start, end),
+                hw_at=_at(hw, start, end),
+                leo_at=_at(leo, start, end),
+                behind=behind,
+                title="; ".join(words),
+            )
+        )
+    return PartitionLog(
+        topic=topic,
+        partition=int(part["partition"]),
+        leader=None if leader < 0 else leader,
+        leader_epoch=int(part["leader_epoch"]),
+        start=start,
+        end=end,
+        earlier=earlier,
+        replicas=tuple(replicas),
+        flights=_flights(in_flight, rows, None if leader < 0 else leader, now_ms, rate),
+    )
+
+
+def partition_logs(
+    snapshot: Mapping[str, Any], config: Mapping[str, str], *, rate: float, width: int = WINDOW
+) -> PartitionLogs:
+    """Every topic's partitions (user topics first), from an engine snapshot."""
+    in_flight = list(snapshot.get("in_flight") or ())
+    now = int(snapshot.get("time_ms") or 0)
+    topics = []
+    for name in sorted(snapshot.get("topics", {}), key=lambda t: (t.startswith("__"), t)):
+        parts = sorted(snapshot["topics"][name]["partitions"], key=lambda p: p["partition"])
+        topics.append(
+            TopicLog(
+                topic=name,
+                internal=name.startswith("__"),
+                partitions=tuple(
+                    partition_log(name, p, in_flight=in_flight, now_ms=now, rate=rate, width=width)
+                    for p in parts
+                ),
+            )
+        )
+    return PartitionLogs(
+        topics=tuple(topics),
+        tips=tuple(
+            (k, tip(k, config))
+            for k in ("log_start_offset", "high_watermark", "log_end_offset", "uncommitted", "leader_epoch", "in_flight")
+        ),
+    )
