@@ -10,6 +10,7 @@ joining; cooperative-sticky gives up only what moves, and joins once more.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -194,10 +195,8 @@ class GroupConsumer(Consumer):
         if self.closed:
             return
         if self.auto_commit and self.state == "stable":
-            try:
+            with contextlib.suppress(KafkaError):
                 self.commit()
-            except KafkaError:
-                pass
         self._leave("the consumer is closing")
         self._stop_timers()
         self.state = "closed"

@@ -61,7 +61,8 @@ def test_each_partition_is_read_by_exactly_one_member_and_the_group_reads_everyt
         values = sorted(r.value for rs in got.values() for r in rs)
         assert values == sorted(f"v{i}".encode() for i in range(60))  # every record, once
         group = _group(c)
-        assert group["state"] == "Stable" and len(group["members"]) == 3
+        assert group["state"] == "Stable"
+        assert len(group["members"]) == 3
 
 
 def test_every_group_sees_every_record() -> None:
@@ -73,7 +74,8 @@ def test_every_group_sees_every_record() -> None:
         billing.subscribe(["orders"])
         audit.subscribe(["orders"])
         got = _drain(c, [billing, audit])
-        assert len(got[billing.client_id]) == 30 and len(got[audit.client_id]) == 30
+        assert len(got[billing.client_id]) == 30
+        assert len(got[audit.client_id]) == 30
 
 
 def test_a_dead_members_partitions_move_to_the_survivors() -> None:
@@ -86,7 +88,8 @@ def test_a_dead_members_partitions_move_to_the_survivors() -> None:
         a.subscribe(["orders"])
         b.subscribe(["orders"])
         _drain(c, [a, b], rounds=10)
-        assert len(a.assignment()) == 2 and len(b.assignment()) == 2
+        assert len(a.assignment()) == 2
+        assert len(b.assignment()) == 2
         generation = _group(c)["generation"]
         b.crash()
         c.run_for(2500)  # < session.timeout.ms minus heartbeat.interval.ms (3000)
@@ -169,7 +172,8 @@ def test_cooperative_sticky_revokes_only_what_moves_over_two_rebalances() -> Non
         _drain(c, [a, b, third], rounds=20)
         after = {m.client_id: set(m.assignment()) for m in (a, b, third)}
         assert sorted(len(v) for v in after.values()) == [2, 2, 2]
-        assert after[a.client_id] <= before[a.client_id] and after[b.client_id] <= before[b.client_id]
+        assert after[a.client_id] <= before[a.client_id]
+        assert after[b.client_id] <= before[b.client_id]
         assert a.revoked_count + b.revoked_count == 2  # only the two partitions that moved were given up
         rebalances = [e for e in c.events() if e.kind == "rebalance"]
         assert rebalances[-1].data["generation"] == rebalances[-2].data["generation"] + 1  # two rounds
@@ -256,5 +260,6 @@ def test_lag_is_hw_minus_committed() -> None:
         g.poll(timeout_ms=3000)
         g.commit({("orders", 0): 4})
         group = _group(c, "g")
-        assert group["lag"] == {"orders/0": 6} and group["total_lag"] == 6
+        assert group["lag"] == {"orders/0": 6}
+        assert group["total_lag"] == 6
         assert g.committed("orders", 0) == 4
