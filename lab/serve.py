@@ -4,8 +4,14 @@
 
 Without ``LAB_ZOOKEEPER`` a managed ZooKeeper runs under ``<LAB_DATA_DIR>/zookeeper``
 (its log is ``zookeeper.log`` there) and its address is handed to Django through
-``LAB_ZOOKEEPER``. Daphne runs in this process; Ctrl-C or SIGTERM stops daphne,
-then ZooKeeper, and the process exits with nothing left behind.
+``LAB_ZOOKEEPER``. Where ZooKeeper cannot be started (not installed, or it fails), the
+labs run on the in-memory metadata store and every page says so and how to get it.
+
+Before serving, it makes sure the demo user (with a generated password, kept in
+``<LAB_DATA_DIR>/demo-password`` and printed here) and the demo lab exist, and starts
+every lab, so labs come back after a restart with their data. Daphne runs in this
+process; Ctrl-C or SIGTERM stops daphne, then the labs, then ZooKeeper, and the process
+exits with nothing left behind.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from types import FrameType
 
 from lab.zookeeper_server import (
     ENV_VAR,
+    INSTALL_HINT,
     ManagedZooKeeper,
     ZooKeeperNotInstalled,
     ZooKeeperStartError,
@@ -70,6 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "lab.settings")
 
     zookeeper: ManagedZooKeeper | None = None
+    labs_started = False
     try:
         hosts = os.environ.get(ENV_VAR, "").strip()
         if hosts:
@@ -81,12 +89,26 @@ def main(argv: list[str] | None = None) -> int:
             )
             _say(f"ZooKeeper: {hosts} from {ENV_VAR} ({answer})")
         else:
-            zookeeper = ManagedZooKeeper(data_dir / "zookeeper")
-            _say("ZooKeeper: starting a managed server...")
-            hosts = zookeeper.start(timeout_s=60)
-            os.environ[ENV_VAR] = hosts
-            os.environ[MANAGED_DIR_ENV_VAR] = str(zookeeper.base_dir)
-            _say(f"ZooKeeper: {hosts} (managed, pid {zookeeper.pid}, log {zookeeper.log_path})")
+            try:
+                zookeeper = ManagedZooKeeper(data_dir / "zookeeper")
+                _say("ZooKeeper: starting a managed server...")
+                hosts = zookeeper.start(timeout_s=60)
+            except (ZooKeeperNotInstalled, ZooKeeperStartError) as error:
+                zookeeper = None
+                what = (
+                    "Cannot start ZooKeeper"
+                    if isinstance(error, ZooKeeperNotInstalled)
+                    else "ZooKeeper did not start"
+                )
+                _say(f"{what}: {error}")
+                _say(
+                    "ZooKeeper: none. Labs keep their metadata in memory (lost when the lab stops); "
+                    f"get ZooKeeper with: {INSTALL_HINT}"
+                )
+            else:
+                os.environ[ENV_VAR] = hosts
+                os.environ[MANAGED_DIR_ENV_VAR] = str(zookeeper.base_dir)
+                _say(f"ZooKeeper: {hosts} (managed, pid {zookeeper.pid}, log {zookeeper.log_path})")
 
         import django
         from django.core.management import call_command
@@ -94,6 +116,18 @@ def main(argv: list[str] | None = None) -> int:
         django.setup()
         call_command("migrate", interactive=False, verbosity=0)
         _say(f"Database: {Path(data_dir) / 'db.sqlite3'} (migrated)")
+
+        from lab import labs
+
+        user, password = labs.ensure_demo_user()
+        demo = labs.ensure_demo_lab(user)
+        started = labs.boot()
+        labs_started = True
+        _say(f"Labs: {', '.join(live.slug for live in started)} (the demo lab is /labs/{demo.slug}/)")
+        _say(
+            f"Log in as {user.get_username()} with password {password} "
+            f"(kept in {data_dir / labs.DEMO_PASSWORD_FILE})"
+        )
 
         # Imported late: daphne installs Twisted's asyncio reactor on import.
         from daphne.cli import CommandLineInterface
@@ -103,16 +137,15 @@ def main(argv: list[str] | None = None) -> int:
         CommandLineInterface().run(["--bind", args.host, "--port", str(args.port), "lab.asgi:application"])
     except KeyboardInterrupt:
         pass
-    except ZooKeeperNotInstalled as error:
-        _say(f"Cannot start ZooKeeper: {error}")
-        return 1
-    except ZooKeeperStartError as error:
-        _say(f"ZooKeeper did not start: {error}")
-        return 1
     finally:
         # A second Ctrl-C must not cut the teardown short.
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        if labs_started:
+            _say("Labs: stopping...")
+            from lab import labs
+
+            labs.stop_all()
         if zookeeper is not None:
             _say("ZooKeeper: stopping...")
             zookeeper.stop()

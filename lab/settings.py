@@ -96,6 +96,10 @@ TEMPLATES = [
 
 ASGI_APPLICATION = "lab.asgi.application"
 
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "home"
+LOGOUT_REDIRECT_URL = "login"
+
 # One process serves the lab, so the in-memory layer is enough; a Redis layer
 # slots in here when the lab runs on several processes.
 CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}

@@ -1,15 +1,22 @@
 """URL tables: ``urlpatterns`` for HTTP, ``websocket_urlpatterns`` for channels consumers."""
 
 from django.contrib import admin
+from django.contrib.auth import views as auth_views
 from django.urls import URLPattern, URLResolver, path
 
-from lab import views
+from lab import consumers, views, views_lab
 
 urlpatterns = [
     path("", views.home, name="home"),
+    path("accounts/login/", views.LoginView.as_view(), name="login"),
+    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("labs/new/", views.new_lab, name="lab-new"),
+    path("labs/<slug:slug>/", views_lab.lab_page, name="lab"),
+    path("labs/<slug:slug>/act/<slug:action>/", views_lab.act, name="lab-act"),
     path("status/zookeeper/", views.zookeeper_status_card, name="zookeeper-status"),
     path("admin/", admin.site.urls),
 ]
 
-# Consumers go here, e.g. path("ws/labs/<slug:name>/", LabConsumer.as_asgi()).
-websocket_urlpatterns: list[URLPattern | URLResolver] = []
+websocket_urlpatterns: list[URLPattern | URLResolver] = [
+    path("ws/labs/<slug:slug>/", consumers.LabConsumer.as_asgi(), name="lab-ws"),
+]

@@ -1,13 +1,22 @@
-"""Pages."""
+"""Pages: home (your labs, ZooKeeper, running clusters), login, and making a lab."""
 
 from __future__ import annotations
 
-from django.conf import settings
-from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
-from django.views.decorators.http import require_GET
+from pathlib import Path
 
+from django.conf import settings
+from django.contrib.auth import views as auth_views
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_POST
+
+from lab.engine.config import BROKER_KEYS
+from lab.engine.errors import KafkaError
+from lab.labs import DEMO_PASSWORD_FILE, create_lab, live_of
+from lab.models import Lab
 from lab.runtime.registry import running_labs
+from lab.visuals.glossary import tip
 from lab.zookeeper_server import INSTALL_HINT, ZooKeeperStatus, zookeeper_status
 
 
@@ -20,6 +29,7 @@ def _zookeeper_context() -> dict[str, object]:
         "zookeeper_facts": _facts(status) if status and status.answered else [],
         "zookeeper_managed_dir": settings.LAB_ZOOKEEPER_MANAGED_DIR,
         "install_hint": INSTALL_HINT,
+        "kafka_version": settings.LAB_KAFKA_VERSION,
     }
 
 
@@ -34,15 +44,65 @@ def _facts(status: ZooKeeperStatus) -> list[tuple[str, str]]:
     return facts
 
 
-@require_GET
-def home(request: HttpRequest) -> HttpResponse:
-    """The lab is up: ZooKeeper's state, the running clusters, the Kafka modelled."""
+def _home_context(request: HttpRequest) -> dict[str, object]:
     context = _zookeeper_context()
-    context.update(labs=running_labs(), kafka_version=settings.LAB_KAFKA_VERSION)
-    return render(request, "lab/home.html", context)
+    summaries = {s.name: s for s in running_labs()}
+    mine = Lab.objects.filter(owner=request.user)
+    context.update(
+        labs=[{"lab": lab, "summary": summaries.get(lab.slug)} for lab in mine],
+        running=[s for s in running_labs() if s.name in {lab.slug for lab in mine}],
+        session_tip=tip("session", {}),
+        session_default=BROKER_KEYS["zookeeper.session.timeout.ms"].default,
+    )
+    return context
 
 
 @require_GET
+@login_required
+def home(request: HttpRequest) -> HttpResponse:
+    """Your labs, whether ZooKeeper answers, and the clusters running in this server."""
+    return render(request, "lab/home.html", _home_context(request))
+
+
+@require_GET
+@login_required
 def zookeeper_status_card(request: HttpRequest) -> HttpResponse:
     """The ZooKeeper card alone; the home page refreshes it with htmx."""
-    return render(request, "lab/home.html#zookeeper-status", _zookeeper_context())
+    return render(
+        request, "lab/_zookeeper_card.html#zookeeper-status", {**_zookeeper_context(), "refresh": True}
+    )
+
+
+@require_POST
+@login_required
+def new_lab(request: HttpRequest) -> HttpResponse:
+    """Create a lab from the home page's short form, start it, and open it."""
+    config: dict[str, object] = {}
+    raw_timeout = request.POST.get("session_timeout_ms", "").strip()
+    if raw_timeout:
+        config["zookeeper.session.timeout.ms"] = raw_timeout
+    try:
+        brokers = int(request.POST.get("brokers", "3") or 3)
+    except ValueError:
+        brokers = 0
+    try:
+        lab = create_lab(request.user, request.POST.get("name", ""), brokers=brokers, config=config)
+    except KafkaError as error:
+        context = _home_context(request)
+        context["new_lab_error"] = f"{error.name}: {error.message}"
+        return render(request, "lab/home.html", context, status=400)
+    live_of(lab)
+    return redirect(lab.get_absolute_url())
+
+
+class LoginView(auth_views.LoginView):
+    """Django's login, with how a newcomer gets in and whether ZooKeeper answers."""
+
+    template_name = "registration/login.html"
+    redirect_authenticated_user = True
+
+    def get_context_data(self, **kwargs: object) -> dict[str, object]:
+        context = super().get_context_data(**kwargs)
+        context.update(_zookeeper_context())
+        context["password_file"] = str(Path(settings.LAB_DATA_DIR) / DEMO_PASSWORD_FILE)
+        return context

@@ -85,6 +85,8 @@ T = TypeVar("T")
 _PARTITION_DIR = re.compile(r"^(?P<topic>[a-zA-Z0-9._-]+)-(?P<partition>\d+)$")
 REPLICATION_CHECKPOINT = "replication-offset-checkpoint"
 RECOVERY_CHECKPOINT = "recovery-point-offset-checkpoint"
+LOG_START_CHECKPOINT = "log-start-offset-checkpoint"
+CLEANER_CHECKPOINT = "cleaner-offset-checkpoint"
 
 
 class BrokerState(enum.Enum):
@@ -309,6 +311,8 @@ class Broker:
     def _load_logs(self) -> None:
         recovery = OffsetCheckpointFile(self.log_dir / RECOVERY_CHECKPOINT).read()
         hws = OffsetCheckpointFile(self.log_dir / REPLICATION_CHECKPOINT).read()
+        starts = OffsetCheckpointFile(self.log_dir / LOG_START_CHECKPOINT).read()
+        cleaned = OffsetCheckpointFile(self.log_dir / CLEANER_CHECKPOINT).read()
         for child in sorted(self.log_dir.iterdir()):
             match = _PARTITION_DIR.match(child.name)
             if not child.is_dir() or match is None:
@@ -320,6 +324,8 @@ class Broker:
                 LogConfig.from_topic_config(self.topic_config(tp.topic)),
                 now_ms=self.now_ms,
                 recovery_point=recovery.get(key, 0),
+                log_start_offset=starts.get(key),
+                cleaner_checkpoint=cleaned.get(key),
             )
             self.partitions[tp] = Partition(tp, self.id, log, high_watermark=hws.get(key, 0))
             self._recovered.append(f"{tp} LEO {log.log_end_offset}")
@@ -1012,6 +1018,14 @@ class Broker:
         points = {(tp.topic, tp.partition): p.log.recovery_point for tp, p in self.partitions.items()}
         OffsetCheckpointFile(self.log_dir / REPLICATION_CHECKPOINT).write(hws)
         OffsetCheckpointFile(self.log_dir / RECOVERY_CHECKPOINT).write(points)
+        starts = {(tp.topic, tp.partition): p.log.log_start_offset for tp, p in self.partitions.items()}
+        OffsetCheckpointFile(self.log_dir / LOG_START_CHECKPOINT).write(starts)
+        cleaned = {
+            (tp.topic, tp.partition): p.log.cleaner_checkpoint
+            for tp, p in self.partitions.items()
+            if p.log.config.compact
+        }
+        OffsetCheckpointFile(self.log_dir / CLEANER_CHECKPOINT).write(cleaned)
 
     def flush_logs(self) -> None:
         for partition in self.partitions.values():

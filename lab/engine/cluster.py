@@ -261,10 +261,19 @@ class Cluster:
     # ------------------------------------------------------------------ who is who
 
     def controller_id(self) -> BrokerId | None:
+        """The controller: of the brokers that believe they are, the one with the newest controller epoch.
+
+        An old controller cut off from ZooKeeper keeps believing until it hears its session expired;
+        the snapshot shows it as a stale controller.
+        """
+        best: tuple[int, BrokerId] | None = None
         for broker in self.brokers.values():
-            if broker.alive and broker.controller is not None and broker.state is not BrokerState.PAUSED:
-                return broker.id
-        return None
+            controller = broker.controller
+            if broker.alive and controller is not None and broker.state is not BrokerState.PAUSED:
+                rank = (controller.ctx.epoch, -broker.id)
+                if best is None or rank > (best[0], -best[1]):
+                    best = (controller.ctx.epoch, broker.id)
+        return None if best is None else best[1]
 
     def controller(self) -> Any:
         cid = self.controller_id()

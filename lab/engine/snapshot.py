@@ -113,6 +113,9 @@ def take(cluster: Cluster, *, segments: bool = False) -> dict[str, Any]:
                 "id": broker_id,
                 "state": broker_state(cluster, broker),
                 "controller": broker_id == controller,
+                "stale_controller": broker.alive
+                and broker.controller is not None
+                and broker_id != controller,
                 "isolated_from": sorted(cluster.isolation.get(broker_id, set())),
                 "slow_ms": cluster.slow.get(broker_id, 0),
                 "session": None if broker.session is None else broker.session.state.value,

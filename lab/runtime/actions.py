@@ -230,8 +230,14 @@ def _create_topic(p: Mapping[str, str]) -> Act:
         config["min.insync.replicas"] = str(_int(p, "min_insync_replicas", low=1, high=12))
 
     def run(lab: LiveLab) -> str:
-        lab.cluster.create_topic(name, partitions=partitions, replication_factor=rf, config=config, wait=False)
-        lab.update_spec(lab.spec.with_topic(TopicSpec(name=name, partitions=partitions, replication_factor=rf, config=config)))
+        lab.cluster.create_topic(
+            name, partitions=partitions, replication_factor=rf, config=config, wait=False
+        )
+        lab.update_spec(
+            lab.spec.with_topic(
+                TopicSpec(name=name, partitions=partitions, replication_factor=rf, config=config)
+            )
+        )
         return f"Topic {name} created: {partitions} partition(s), replication factor {rf}."
 
     return run

@@ -15,7 +15,9 @@ from lab.runtime.spec import check_rate
 
 
 class LabClock:
-    def __init__(self, *, rate: float = 1.0, paused: bool = False, wall: Callable[[], float] = time.monotonic):
+    def __init__(
+        self, *, rate: float = 1.0, paused: bool = False, wall: Callable[[], float] = time.monotonic
+    ):
         self._wall = wall
         self.rate = check_rate(rate)
         self.paused = paused

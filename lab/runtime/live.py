@@ -14,6 +14,7 @@ When nothing changed, nothing is sent.
 from __future__ import annotations
 
 import logging
+import math
 import shutil
 import threading
 import time
@@ -41,6 +42,7 @@ log = logging.getLogger(__name__)
 SAMPLES_KEPT = 1200  # two minutes of frames at 10 a second
 EVENTS_KEPT = 400
 REBALANCES_KEPT = 200
+GOODBYE_MS = 200  # virtual time for LeaveGroup requests to arrive when the server stops
 MAX_FRAME_MS = 2_000  # the most virtual time one tick runs; beyond it the clock re-anchors
 
 
@@ -79,6 +81,7 @@ class LiveLab:
         tick_s: float = 0.02,
         publish_interval_s: float = 0.1,
         tree_interval_s: float = 1.0,
+        wall: Callable[[], float] = time.monotonic,
     ) -> None:
         self._spec = spec
         self.zookeeper = zookeeper
@@ -89,7 +92,8 @@ class LiveLab:
         self.tick_s = tick_s
         self.publish_interval_s = publish_interval_s
         self.tree_interval_s = tree_interval_s
-        self.clock = LabClock(rate=spec.rate)
+        self.clock = LabClock(rate=spec.rate, wall=wall)
+        self.ticks = 0  # driver loop iterations, for tests that wait for "a few ticks later"
         self.ready: Future[None] = Future()
         self.state = "starting"
         self.error = ""
@@ -105,6 +109,10 @@ class LiveLab:
         )
         self._subscribers = 0
         self._reset_state()
+        # A first frame before the cluster exists, so a page can be drawn while the lab starts.
+        self._frame = Frame(
+            seq=0, views={**build(self._collect()), "frame": self._frame.meta}, meta=self._frame.meta
+        )
 
     def _reset_state(self) -> None:
         self._events: deque[Event] = deque(maxlen=EVENTS_KEPT)
@@ -114,7 +122,7 @@ class LiveLab:
         self._tree: list[dict[str, Any]] | None = None
         self._tree_prev: list[dict[str, Any]] | None = None
         self._tree_error: str | None = None
-        self._tree_at = 0.0
+        self._tree_at = -math.inf
         self._last_publish = 0.0
         self._first_step_at: float | None = None
         self._produced = 0
@@ -147,9 +155,13 @@ class LiveLab:
     def cluster(self) -> Cluster:
         """The engine: only for code running on the driver thread (actions, submitted functions)."""
         if threading.current_thread() is not self._thread:
-            raise IllegalState("only the lab's driver thread may touch its cluster; submit() a function instead")
+            raise IllegalState(
+                "only the lab's driver thread may touch its cluster; submit() a function instead"
+            )
         if self._cluster is None:
-            raise IllegalState(f"lab {self.slug} has no cluster ({self.state}{': ' + self.error if self.error else ''})")
+            raise IllegalState(
+                f"lab {self.slug} has no cluster ({self.state}{': ' + self.error if self.error else ''})"
+            )
         return self._cluster
 
     def start(self) -> LiveLab:
@@ -219,7 +231,9 @@ class LiveLab:
             if predicate(frame):
                 return frame
             if time.monotonic() >= deadline:
-                raise KafkaTimeout(f"no frame of lab {self.slug} matched within {timeout_s} s (last: {frame.seq})")
+                raise KafkaTimeout(
+                    f"no frame of lab {self.slug} matched within {timeout_s} s (last: {frame.seq})"
+                )
             with self._cond:
                 self._cond.wait(0.02)
 
@@ -244,10 +258,15 @@ class LiveLab:
             if topic not in cluster.topics():
                 raise IllegalArgument(f"there is no topic {topic!r}; create it first")
         if client.kind == "producer":
-            obj = factory(client.topics[0], rate_per_s=client.rate_per_s, acks=client.acks, name=client.name or None)
+            obj = factory(
+                client.topics[0], rate_per_s=client.rate_per_s, acks=client.acks, name=client.name or None
+            )
         else:
             obj = factory(
-                client.group, list(client.topics), processing_ms=client.processing_ms, name=client.name or None
+                client.group,
+                list(client.topics),
+                processing_ms=client.processing_ms,
+                name=client.name or None,
             )
         name = str(obj.name)
         self._clients[name] = obj
@@ -257,17 +276,17 @@ class LiveLab:
 
     def client_op(self, name: str, op: str) -> str:
         cluster = self.cluster
-        obj = self._clients.get(name)
+        simulated: dict[str, Any] = getattr(cluster, "simulated", self._clients)
         if op == "remove":
-            remove = getattr(cluster, "remove_client", None)
-            if remove is None:
-                raise IllegalState("simulated clients are not available in this engine yet")
-            remove(name)
+            cluster.remove_client(name)
             self._clients.pop(name, None)
             self._spec = self._spec.without_client(name)
             return f"{name} removed."
+        obj = simulated.get(name)
         if obj is None:
             raise IllegalArgument(f"there is no simulated client named {name!r}")
+        if obj.state != "running":
+            raise IllegalState(f"{name} is already {obj.state}")
         getattr(obj, op)()
         self._spec = self._spec.without_client(name)
         return f"{name} {'stopped' if op == 'stop' else 'crashed'}."
@@ -282,6 +301,7 @@ class LiveLab:
     # ------------------------------------------------------------------ the driver
 
     def _run(self) -> None:
+        self._maybe_publish()  # "starting", for pages already watching
         try:
             self._build()
         except Exception as error:  # the page shows why; a reset tries again
@@ -297,6 +317,7 @@ class LiveLab:
                         break
                     work = list(self._inbox)
                     self._inbox.clear()
+                self.ticks += 1
                 for fn, future in work:
                     self._execute(fn, future)
                 if self._cluster is not None and self.state == "running":
@@ -309,6 +330,7 @@ class LiveLab:
                         self._failed(error)
                 self._maybe_publish()
         finally:
+            self._say_goodbye()
             self._close_cluster(delete=False)
             for _, future in self._waiting:
                 future.set_exception(IllegalState(f"lab {self.slug} stopped"))
@@ -320,10 +342,24 @@ class LiveLab:
             unregister_lab(self.slug)
             self.state = "stopped"
 
+    def _say_goodbye(self) -> None:
+        """Stop the simulated clients cleanly, as an application does when its server stops:
+        consumers leave their groups, so the next start does not wait out their sessions."""
+        cluster = self._cluster
+        clients = list(getattr(cluster, "simulated", {}).values()) if cluster is not None else []
+        if cluster is None or not clients:
+            return
+        try:
+            for obj in clients:
+                if obj.state == "running":
+                    obj.stop()
+            cluster.run_until(cluster.now_ms + GOODBYE_MS, pace=False)
+        except Exception:
+            log.exception("lab %s: stopping its clients failed", self.slug)
+
     def _failed(self, error: BaseException) -> None:
         self.state = "failed"
         self.error = str(error)
-        self._last_publish = 0.0
 
     def _build(self) -> None:
         spec = self._spec
@@ -411,7 +447,6 @@ class LiveLab:
             cluster = self._cluster
             if cluster is not None and cluster.now_ms > self.clock.target():
                 self.clock.anchor(cluster.now_ms)  # a command that waited moved the engine on
-        self._last_publish = 0.0  # show the effect in the very next frame
 
     def _settle_waiting(self) -> None:
         still = []
@@ -496,7 +531,8 @@ class LiveLab:
                 if event.kind == "rebalance":
                     self._rebalances.append(event)
             self._journal_seq = cluster.journal.last_seq
-            self._samples.append(self._sample(cluster, snapshot))
+            if not self._samples or self._samples[-1].time_ms < cluster.now_ms:
+                self._samples.append(self._sample(cluster, snapshot))
         config = dict(cluster.config.values) if cluster is not None else dict(self._spec.config)
         return FrameInputs(
             snapshot=snapshot,
@@ -550,7 +586,9 @@ class LiveLab:
         if not changed and previous.seq:
             return
         time_ms = int(inputs.snapshot.get("time_ms") or 0)
-        meta = FrameMeta(seq=previous.seq + 1, time_ms=time_ms, made_at=made_at, event_at=min(first_step, made_at))
+        meta = FrameMeta(
+            seq=previous.seq + 1, time_ms=time_ms, made_at=made_at, event_at=min(first_step, made_at)
+        )
         frame = Frame(seq=meta.seq, views={**views, "frame": meta}, meta=meta)
         with self._lock:
             self._frame = frame
@@ -560,14 +598,18 @@ class LiveLab:
         self._update_registry(inputs.snapshot)
         if send and self.renderer is not None:
             html = "".join(self.renderer.fragment(k, frame.views) for k in [*changed, "frame"])
-            self.broadcast.send(self.group, {"type": "lab.frame", "html": html, "frame": frame.seq})
+            self.broadcast.send(
+                self.group, {"type": "lab.frame", "html": html, "frame": frame.seq, "made_at": meta.made_at}
+            )
 
     # ------------------------------------------------------------------ the home page's registry
 
     def _summarize(self, snapshot: Mapping[str, Any]) -> LabSummary:
         return LabSummary(
             name=self.slug,
-            brokers=tuple(BrokerSummary(id=int(b["id"]), state=str(b["state"])) for b in snapshot.get("brokers", ())),
+            brokers=tuple(
+                BrokerSummary(id=int(b["id"]), state=str(b["state"])) for b in snapshot.get("brokers", ())
+            ),
             controller=snapshot.get("controller"),
             zookeeper_chroot=self._spec.chroot if self.zookeeper else None,
         )

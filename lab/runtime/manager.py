@@ -40,7 +40,9 @@ class Runtime:
             live = self._labs.get(spec.slug)
             if live is not None and live.state != "stopped":
                 return live
-            live = LiveLab(spec, zookeeper=zookeeper, fallback_reason=fallback_reason, renderer=renderer, **options)
+            live = LiveLab(
+                spec, zookeeper=zookeeper, fallback_reason=fallback_reason, renderer=renderer, **options
+            )
             self._labs[spec.slug] = live
         return live.start()
 

@@ -34,7 +34,6 @@ class Series:
     points: str  # SVG polyline points
     last: float
     dash: str
-    end_y: float  # where the line ends, for its label
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -101,19 +100,26 @@ def _rates(samples: Sequence[Sample], attr: str) -> list[tuple[int, float]]:
     return out
 
 
-def _series(label: str, values: list[tuple[int, float]], t0: int, span: int, y_max: float, dash: str) -> Series:
+def _series(
+    label: str, values: list[tuple[int, float]], t0: int, span: int, y_max: float, dash: str
+) -> Series:
     pts = []
     for t, v in values:
         x = (t - t0) / span * WIDTH
         y = HEIGHT - min(v, y_max) / y_max * HEIGHT
         pts.append(f"{x:.1f},{y:.1f}")
     last = values[-1][1] if values else 0.0
-    end_y = HEIGHT - min(last, y_max) / y_max * HEIGHT
-    return Series(label=label, points=" ".join(pts), last=round(last, 1), dash=dash, end_y=round(end_y, 1))
+    return Series(label=label, points=" ".join(pts), last=round(last, 1), dash=dash)
 
 
 def _chart(
-    key: str, title: str, unit: str, lines: list[tuple[str, list[tuple[int, float]]]], t0: int, span: int, note: str
+    key: str,
+    title: str,
+    unit: str,
+    lines: list[tuple[str, list[tuple[int, float]]]],
+    t0: int,
+    span: int,
+    note: str,
 ) -> Chart:
     top = max((v for _, values in lines for _, v in values), default=0.0)
     y_max = nice_ceiling(top)
@@ -123,7 +129,8 @@ def _chart(
         unit=unit,
         y_max=y_max,
         series=tuple(
-            _series(label, values, t0, span, y_max, DASHES[i % len(DASHES)]) for i, (label, values) in enumerate(lines)
+            _series(label, values, t0, span, y_max, DASHES[i % len(DASHES)])
+            for i, (label, values) in enumerate(lines)
         ),
         note=note,
     )

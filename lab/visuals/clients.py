@@ -12,6 +12,7 @@ STATES: Mapping[str, tuple[str, str]] = {
     "running": ("running", "▶"),
     "stopped": ("stopped", "■"),
     "crashed": ("crashed", "✕"),
+    "closed": ("closed", "■"),
 }
 
 
@@ -23,6 +24,7 @@ class ClientRow:
     state_label: str
     glyph: str
     target: str  # the topic(s), and the group for a consumer
+    simulated: bool  # a simulated client (controls apply); else one the dashboard or a script opened
     actions: tuple[Action, ...]
 
 
@@ -60,8 +62,13 @@ def _stats(client: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
     if rate is not None:
         out.append(("rate", f"{float(rate):g}/s"))
     if client.get("processing_ms") is not None:
-        out.append(("processing", f"{client['processing_ms']} ms"))
+        out.append(("per record", f"{client['processing_ms']} ms"))
     return tuple(out)
+
+
+def is_simulated(client: Mapping[str, Any]) -> bool:
+    """Simulated clients describe their pace (a rate, or processing time per record)."""
+    return client.get("rate") is not None or client.get("processing_ms") is not None
 
 
 def _target(client: Mapping[str, Any]) -> str:
@@ -69,6 +76,9 @@ def _target(client: Mapping[str, Any]) -> str:
     text = ", ".join(str(t) for t in topics)
     if client.get("group"):
         text = f"{text} · group {client['group']}" if text else f"group {client['group']}"
+    if client.get("kind") == "consumer" and client.get("assignment") is not None:
+        owned = ", ".join(f"{t}-{p}" for t, p in client["assignment"]) or "nothing"
+        text += f" · owns {owned}"
     return text
 
 
@@ -97,8 +107,8 @@ def _actions(name: str, state: str) -> tuple[Action, ...]:
         Action(
             name="client-remove",
             label="Remove",
-            enabled=not running,
-            title=f"Remove {name} from the lab" if not running else f"stop or crash {name} first",
+            enabled=True,
+            title=f"Remove {name} from the lab (a running one is stopped cleanly first)",
             params=p,
         ),
     )
@@ -118,7 +128,8 @@ def clients_view(snapshot: Mapping[str, Any]) -> ClientsView:
                 state_label=label,
                 glyph=glyph,
                 target=_target(client),
-                actions=_actions(name, state),
+                simulated=is_simulated(client),
+                actions=_actions(name, state) if is_simulated(client) else (),
             )
         )
     return ClientsView(
@@ -132,6 +143,8 @@ def client_stats(snapshot: Mapping[str, Any]) -> ClientStats:
     return ClientStats(
         rows=tuple(
             (str(c.get("name")), _stats(c))
-            for c in sorted(snapshot.get("clients") or (), key=lambda c: (c.get("kind", ""), c.get("name", "")))
+            for c in sorted(
+                snapshot.get("clients") or (), key=lambda c: (c.get("kind", ""), c.get("name", ""))
+            )
         )
     )

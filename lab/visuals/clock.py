@@ -60,7 +60,9 @@ def clock_controls(rate: float, paused: bool) -> ClockControls:
                 name="clock-pause",
                 label="Pause",
                 enabled=not paused,
-                title="Stop the lab's virtual clock (ZooKeeper keeps real time)" if not paused else "already paused",
+                title="Stop the lab's virtual clock (ZooKeeper keeps real time)"
+                if not paused
+                else "already paused",
             ),
             Action(
                 name="clock-resume",

@@ -143,88 +143,85 @@ def broker_actions(broker: Mapping[str, Any]) -> tuple[Action, ...]:
     p = (("broker", str(bid)),)
 
     def act(name: str, label: str, ok: bool, does: str, why_not: str, confirm: str = "") -> Action:
-        return Action(name=name, label=label, enabled=ok, title=does if ok else why_not, params=p, confirm=confirm)
+        return Action(
+            name=name, label=label, enabled=ok, title=does if ok else why_not, params=p, confirm=confirm
+        )
 
+    kill = act(
+        "kill",
+        "Kill",
+        not down,
+        f"Stop broker {bid} hard: no goodbye, ZooKeeper notices when its session times out",
+        not_running,
+    )
+    restart = act(
+        "restart",
+        "Restart",
+        down,
+        f"Start broker {bid} again: it recovers its logs and registers",
+        f"broker {bid} is running; kill it or shut it down first",
+    )
+    shutdown = act(
+        "shutdown",
+        "Shut down",
+        not down and not paused,
+        f"Controlled shutdown of broker {bid}: it moves its leaderships away, then stops",
+        not_running if down else f"broker {bid} is paused; resume it first",
+    )
+    pause = act(
+        "pause",
+        "Pause",
+        not down and not paused,
+        f"Freeze broker {bid}, like a long GC pause: no heartbeats, requests held",
+        not_running if down else f"broker {bid} is already paused",
+    )
+    resume = act(
+        "resume",
+        "Resume",
+        paused,
+        f"Let broker {bid} run again with what it held",
+        f"broker {bid} is not paused",
+    )
+    slow_ = act(
+        "slow",
+        "Slow",
+        not down and slow == 0,
+        f"Delay every message to and from broker {bid} by 2000 ms",
+        not_running if down else f"broker {bid} is already slow (+{slow} ms); heal it first",
+    )
+
+    def isolate(side: str, label: str, what: str, effect: str) -> Action:
+        if down:
+            title = not_running
+        elif side in cut:
+            title = f"broker {bid} is already cut off from {what}"
+        else:
+            title = f"Cut broker {bid} off {what}: {effect}"
+        return Action(
+            name="isolate",
+            label=label,
+            enabled=not down and side not in cut,
+            title=title,
+            params=(*p, ("from", side)),
+        )
+
+    heal = act(
+        "heal",
+        "Heal",
+        bool(cut) or slow > 0,
+        f"Undo broker {bid}'s isolation and slowness",
+        f"broker {bid} is neither isolated nor slow",
+    )
     return (
-        act(
-            "kill",
-            "Kill",
-            not down,
-            f"Stop broker {bid} hard: no goodbye, ZooKeeper notices when its session times out",
-            not_running,
-        ),
-        act(
-            "restart",
-            "Restart",
-            down,
-            f"Start broker {bid} again: it recovers its logs and registers",
-            f"broker {bid} is running; kill it or shut it down first",
-        ),
-        act(
-            "pause",
-            "Pause",
-            not down and not paused,
-            f"Freeze broker {bid}, like a long GC pause: no heartbeats, requests held",
-            not_running if down else f"broker {bid} is already paused",
-        ),
-        act(
-            "resume",
-            "Resume",
-            paused,
-            f"Let broker {bid} run again with what it held",
-            f"broker {bid} is not paused",
-        ),
-        act(
-            "slow",
-            "Slow",
-            not down and slow == 0,
-            f"Delay every message to and from broker {bid} by 2000 ms",
-            not_running if down else f"broker {bid} is already slow (+{slow} ms); heal it first",
-        ),
-        Action(
-            name="isolate",
-            label="Cut from ZooKeeper",
-            enabled=not down and "zookeeper" not in cut,
-            title=(
-                not_running
-                if down
-                else (
-                    f"broker {bid} is already cut off from ZooKeeper"
-                    if "zookeeper" in cut
-                    else f"Cut broker {bid} off ZooKeeper: its session will expire"
-                )
-            ),
-            params=(*p, ("from", "zookeeper")),
-        ),
-        Action(
-            name="isolate",
-            label="Cut from brokers",
-            enabled=not down and "brokers" not in cut,
-            title=(
-                not_running
-                if down
-                else (
-                    f"broker {bid} is already cut off from the other brokers"
-                    if "brokers" in cut
-                    else f"Cut broker {bid} off the other brokers: replication to and from it stops"
-                )
-            ),
-            params=(*p, ("from", "brokers")),
-        ),
-        act(
-            "heal",
-            "Heal",
-            bool(cut) or slow > 0,
-            f"Undo broker {bid}'s isolation and slowness",
-            f"broker {bid} is neither isolated nor slow",
-        ),
-        act(
-            "shutdown",
-            "Shut down",
-            not down and not paused,
-            f"Controlled shutdown of broker {bid}: it moves its leaderships away, then stops",
-            not_running if down else f"broker {bid} is paused; resume it first",
-        ),
+        kill,
+        restart,
+        shutdown,
+        pause,
+        resume,
+        slow_,
+        isolate("zookeeper", "Cut ZK", "ZooKeeper", "its session will expire"),
+        isolate("brokers", "Cut peers", "the other brokers", "replication to and from it stops"),
+        heal,
     )
 
 
@@ -353,6 +350,15 @@ def cluster_map(snapshot: Mapping[str, Any], config: Mapping[str, str]) -> Clust
         controller_epoch=int(snapshot.get("controller_epoch") or 0),
         tips=tuple(
             (k, tip(k, config))
-            for k in ("leader", "follower", "in_isr", "out_of_isr", "offline", "controller", "session", "not_hosted")
+            for k in (
+                "leader",
+                "follower",
+                "in_isr",
+                "out_of_isr",
+                "offline",
+                "controller",
+                "session",
+                "not_hosted",
+            )
         ),
     )

@@ -24,6 +24,11 @@ class Member:
     leader: bool
     partitions: tuple[str, ...]  # "orders-0"
 
+    @property
+    def short_id(self) -> str:
+        """The member id's last characters: enough to tell two members of one client apart."""
+        return self.member_id[-6:]
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Ownership:

@@ -16,8 +16,18 @@ from typing import Any
 
 from lab.visuals.glossary import tip
 
-WINDOW = 24  # offset cells drawn per row
+WINDOW = 30  # offset cells drawn per row
 ROOM = 2  # empty cells after the longest log: where the next records go
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Marker:
+    """LSO, HW or LEO (or several where they coincide), at the left edge of cell ``at``."""
+
+    at: int
+    label: str  # "HW LEO"
+    kinds: str  # css classes: "hw leo"
+    title: str
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -31,9 +41,7 @@ class ReplicaLog:
     log_end_offset: int
     leader_epoch: int
     cells: str  # one letter per offset in the window: d deleted, c committed, u uncommitted, e empty
-    lso_at: int | None  # the marker's cell index in the window (None: outside it)
-    hw_at: int | None
-    leo_at: int | None
+    markers: tuple[Marker, ...]
     behind: int  # records behind the leader's log end
     title: str
 
@@ -50,6 +58,11 @@ class Flight:
     progress: float  # 0 at the sender, 1 at the receiver
     remaining_s: float | None  # wall seconds left at the lab's speed; None while the clock is paused
     label: str
+
+    @property
+    def y_now(self) -> float:
+        """Where it is now, in replica rows (row 0 is the first replica)."""
+        return round(self.src_row + (self.dst_row - self.src_row) * self.progress, 3)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -118,9 +131,29 @@ def _cells(start: int, end: int, lso: int, hw: int, leo: int) -> str:
     return "".join(out)
 
 
-def _at(offset: int, start: int, end: int) -> int | None:
-    # A marker sits on the cell it points at; LEO may point one past the window's last cell.
-    return offset - start if start <= offset <= end else None
+def _markers(
+    start: int, end: int, lso: int, hw: int, leo: int, config: Mapping[str, str]
+) -> tuple[Marker, ...]:
+    """Markers in the window; where two or three coincide they share one label ("HW LEO")."""
+    at: dict[int, list[tuple[str, str, int]]] = {}
+    for kind, label, offset in (("lso", "LSO", lso), ("hw", "HW", hw), ("leo", "LEO", leo)):
+        if start <= offset <= end:  # a boundary may sit just after the window's last cell
+            at.setdefault(offset - start, []).append((kind, label, offset))
+    names = {"lso": "log_start_offset", "hw": "high_watermark", "leo": "log_end_offset"}
+    out = []
+    for index in sorted(at):
+        marks = at[index]
+        out.append(
+            Marker(
+                at=index,
+                label=" ".join(label for _, label, _ in marks),
+                kinds=" ".join(kind for kind, _, _ in marks),
+                title=" ".join(
+                    f"{label} = {offset}. {tip(names[kind], config)}" for kind, label, offset in marks
+                ),
+            )
+        )
+    return tuple(out)
 
 
 def _flights(
@@ -176,6 +209,7 @@ def partition_log(
     in_flight: list[Mapping[str, Any]],
     now_ms: int,
     rate: float,
+    config: Mapping[str, str],
     width: int = WINDOW,
 ) -> PartitionLog:
     logs: Mapping[str, Mapping[str, Any]] = part.get("logs") or {}
@@ -211,9 +245,7 @@ def partition_log(
                 log_end_offset=leo,
                 leader_epoch=int(log["leader_epoch"]),
                 cells=_cells(start, end, lso, hw, leo),
-                lso_at=_at(lso, start, end),
-                hw_at=_at(hw, start, end),
-                leo_at=_at(leo, start, end),
+                markers=_markers(start, end, lso, hw, leo, config),
                 behind=behind,
                 title="; ".join(words),
             )
@@ -245,7 +277,9 @@ def partition_logs(
                 topic=name,
                 internal=name.startswith("__"),
                 partitions=tuple(
-                    partition_log(name, p, in_flight=in_flight, now_ms=now, rate=rate, width=width)
+                    partition_log(
+                        name, p, in_flight=in_flight, now_ms=now, rate=rate, config=config, width=width
+                    )
                     for p in parts
                 ),
             )
@@ -254,6 +288,13 @@ def partition_logs(
         topics=tuple(topics),
         tips=tuple(
             (k, tip(k, config))
-            for k in ("log_start_offset", "high_watermark", "log_end_offset", "uncommitted", "leader_epoch", "in_flight")
+            for k in (
+                "log_start_offset",
+                "high_watermark",
+                "log_end_offset",
+                "uncommitted",
+                "leader_epoch",
+                "in_flight",
+            )
         ),
     )

@@ -182,9 +182,9 @@ def test_no_live_isr_member_means_offline_until_it_returns() -> None:
     with checked_cluster(3) as c:
         c.create_topic("t", replication_factor=2, config={"min.insync.replicas": "1"})
         c.isolate_broker(2, from_="brokers")
-        c.wait_for(lambda: part(c, "t", 0)["isr"] == [1], 20_000)
         p = c.producer(acks="all")
-        f = p.send("t", "only-on-1")
+        f = p.send("t", "only-on-1")  # follower 2 cannot fetch it: after the lag time it leaves the ISR
+        c.wait_for(lambda: part(c, "t", 0)["isr"] == [1], 20_000)
         p.flush()
         assert f.result().offset == 0
         c.heal(2)

@@ -74,6 +74,8 @@ from lab.engine.tasks import Pending, Task
 
 log = logging.getLogger(__name__)
 kazoo_log = logging.getLogger(__name__ + ".kazoo")
+# kazoo reports every cut link as a warning; the lab's journal already says what a cut does.
+kazoo_log.setLevel(logging.ERROR)
 
 T = TypeVar("T")
 Done = Callable[[Any, MetadataError | None], None]

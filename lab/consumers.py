@@ -1,0 +1,61 @@
+"""The websocket a lab page keeps open: who asks, join the lab's group, full state, then frames.
+
+Thin, as consumers should be: the runtime decides what changed and renders it once for
+every page; this forwards it. A page that connects (or reconnects after a server restart)
+gets the lab's whole state first, so it never shows a stale fragment.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from channels.generic.websocket import AsyncWebsocketConsumer
+
+from lab.labs import live_of
+from lab.models import Lab
+from lab.runtime.broadcast import broadcaster
+from lab.runtime.live import LiveLab
+
+# Close codes for a refused connection (sent before the handshake is accepted, so the
+# browser sees the handshake fail; tests see the code).
+NOT_LOGGED_IN = 4401
+NOT_YOURS = 4404
+
+
+class LabConsumer(AsyncWebsocketConsumer):
+    live: LiveLab | None = None
+    group: str | None = None
+
+    async def connect(self) -> None:
+        user = self.scope.get("user")
+        if user is None or not user.is_authenticated:
+            await self.close(code=NOT_LOGGED_IN)
+            return
+        slug = self.scope["url_route"]["kwargs"]["slug"]
+        lab = await Lab.objects.filter(slug=slug, owner=user).afirst()
+        if lab is None:  # another person's lab, or none: the same answer for both
+            await self.close(code=NOT_YOURS)
+            return
+        live = await asyncio.to_thread(live_of, lab)
+        broadcaster.attach(asyncio.get_running_loop())
+        self.live = live
+        self.group = live.group
+        await self.channel_layer.group_add(self.group, self.channel_name)
+        await self.accept()
+        frame = live.subscribe()
+        html = await asyncio.to_thread(live.render_full, frame)
+        await self.send(text_data=html)
+
+    async def disconnect(self, code: int) -> None:
+        if self.group is not None:
+            await self.channel_layer.group_discard(self.group, self.channel_name)
+        if self.live is not None:
+            self.live.unsubscribe()
+            self.live = None
+
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        """Pages do not talk back over the socket: controls are POSTs, which Django checks (CSRF)."""
+
+    async def lab_frame(self, event: dict[str, Any]) -> None:
+        await self.send(text_data=event["html"])

@@ -1,0 +1,281 @@
+"""The Django side of live labs: rows to runtime specs, starting labs, rendering frames, the demo.
+
+``live_of(lab)`` is how views and consumers reach a lab's runtime: it starts the lab on
+first use. ``boot()`` (called by ``make run``) makes sure the demo user and lab exist and
+starts every lab, so they come back after a restart with their data.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import secrets
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.template.loader import render_to_string
+from django.utils.text import slugify
+
+from lab.engine.config import validate_broker_config
+from lab.engine.errors import IllegalArgument
+from lab.models import Lab
+from lab.runtime.live import LiveLab
+from lab.runtime.manager import runtime
+from lab.runtime.spec import ClientSpec, LabSpec, TopicSpec
+from lab.visuals.frame import plog_key
+from lab.zookeeper_server import INSTALL_HINT, zookeeper_status
+
+log = logging.getLogger(__name__)
+
+DEMO_USER = "demo"
+DEMO_LAB = "demo"
+DEMO_PASSWORD_FILE = "demo-password"
+CHROOT_PREFIX = "/kafka-lab"
+
+
+# ---------------------------------------------------------------------------- ZooKeeper or memory
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Store:
+    zookeeper: str | None  # None: the memory store
+    fallback_reason: str  # why there is no ZooKeeper, when there is none
+
+
+def store_for_labs() -> Store:
+    """ZooKeeper when it answers; otherwise the memory store, and the reason in words."""
+    hosts: str = settings.LAB_ZOOKEEPER
+    if not hosts:
+        return Store(
+            zookeeper=None,
+            fallback_reason=(
+                "No ZooKeeper is configured (LAB_ZOOKEEPER is unset), so labs keep their metadata in memory. "
+                f"Install ZooKeeper ({INSTALL_HINT}) and start the lab with make run."
+            ),
+        )
+    status = zookeeper_status(hosts)
+    if not status.answered:
+        return Store(
+            zookeeper=None,
+            fallback_reason=(
+                f"ZooKeeper at {hosts} does not answer ({status.error}), so labs keep their metadata in memory. "
+                f"Install ZooKeeper ({INSTALL_HINT}) and restart with make run."
+            ),
+        )
+    return Store(zookeeper=hosts, fallback_reason="")
+
+
+# ---------------------------------------------------------------------------- rows and specs
+
+
+def labs_dir() -> Path:
+    return Path(settings.LAB_DATA_DIR) / "labs"
+
+
+def spec_of(lab: Lab) -> LabSpec:
+    return LabSpec.from_settings(
+        slug=lab.slug,
+        name=lab.name,
+        data_dir=lab.data_dir,
+        chroot=lab.zookeeper_chroot,
+        brokers=lab.brokers,
+        settings=lab.spec_settings(),
+    )
+
+
+def save_spec(lab: Lab, spec: LabSpec) -> None:
+    """Record what changed at runtime (rate, topics, clients) so the lab comes back with it."""
+    new = spec.settings()
+    if new != lab.settings:
+        lab.settings = new
+        lab.save(update_fields=["settings"])
+
+
+async def asave_spec(lab: Lab, spec: LabSpec) -> None:
+    new = spec.settings()
+    if new != lab.settings:
+        lab.settings = new
+        await lab.asave(update_fields=["settings"])
+
+
+def unique_slug(name: str) -> str:
+    base = slugify(name)[:50] or "lab"
+    slug, n = base, 2
+    while Lab.objects.filter(slug=slug).exists():
+        slug, n = f"{base}-{n}", n + 1
+    return slug
+
+
+def create_lab(
+    owner: Any,
+    name: str,
+    *,
+    brokers: int = 3,
+    config: Mapping[str, object] | None = None,
+    topics: Iterable[TopicSpec] = (),
+    clients: Iterable[ClientSpec] = (),
+    rate: float = 1.0,
+) -> Lab:
+    """A new lab row (checked: a bad broker count or config is refused and nothing is created)."""
+    name = name.strip()
+    if not name:
+        raise IllegalArgument("a lab needs a name")
+    if len(name) > 100:
+        raise IllegalArgument("a lab's name has at most 100 characters")
+    clean = validate_broker_config(config or {})
+    slug = unique_slug(name)
+    spec = LabSpec(
+        slug=slug,
+        name=name,
+        data_dir=str(labs_dir() / slug),
+        chroot=f"{CHROOT_PREFIX}/{slug}",
+        brokers=brokers,
+        config=clean,
+        rate=rate,
+        topics=tuple(topics),
+        clients=tuple(clients),
+    )
+    return Lab.objects.create(
+        name=name,
+        slug=slug,
+        owner=owner,
+        brokers=brokers,
+        settings=spec.settings(),
+        data_dir=spec.data_dir,
+        zookeeper_chroot=spec.chroot,
+    )
+
+
+# ---------------------------------------------------------------------------- the runtime
+
+
+def live_of(lab: Lab) -> LiveLab:
+    """The lab's runtime, started now if it is not running."""
+    running = runtime.get(lab.slug)
+    if running is not None and running.state != "stopped":
+        return running
+    store = store_for_labs()
+    return runtime.start(
+        spec_of(lab),
+        zookeeper=store.zookeeper,
+        fallback_reason=store.fallback_reason,
+        renderer=TemplateRenderer(lab.slug),
+    )
+
+
+def boot() -> list[LiveLab]:
+    """Start every lab (the demo one included): what ``make run`` does after migrating."""
+    return [live_of(lab) for lab in Lab.objects.all()]
+
+
+def stop_all() -> None:
+    runtime.stop_all()
+
+
+# ---------------------------------------------------------------------------- rendering
+
+
+_ID_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
+
+
+def dom_id(text: str) -> str:
+    """An HTML id part from a topic or client name."""
+    return _ID_UNSAFE.sub("_", text)
+
+
+class TemplateRenderer:
+    """Fragments of ``lab/live.html`` as out-of-band HTML (one renderer per lab: URLs need its slug)."""
+
+    template = "lab/live.html"
+
+    def __init__(self, slug: str) -> None:
+        self.slug = slug
+
+    def context(self, key: str, views: Mapping[str, object]) -> dict[str, Any]:
+        ctx: dict[str, Any] = {"slug": self.slug, "v": views.get(key), "views": views}
+        if key == "plogs":
+            index = views.get("plogs")
+            names = [*getattr(index, "topics", ()), *getattr(index, "internal", ())]
+            ctx["blocks"] = [views[plog_key(n)] for n in names if plog_key(n) in views]
+        if key.startswith("plog:") or key == "plogs":
+            index = views.get("plogs")
+            ctx["tip"] = index.tip if index is not None else {}  # type: ignore[attr-defined]
+        if key == "clients":
+            ctx["stats"] = views.get("client-stats")
+        return ctx
+
+    def fragment(self, key: str, views: Mapping[str, object]) -> str:
+        name = "plog" if key.startswith("plog:") else key
+        ctx = self.context(key, views)
+        if name == "plog":
+            ctx["t"] = ctx["v"]
+            ctx["tip"] = ctx.get("tip", {})
+        return render_to_string(f"{self.template}#{name}", ctx)
+
+    def fragments(self, views: Mapping[str, object]) -> dict[str, str]:
+        """Every fragment, keyed for templates (``cluster-map`` -> ``cluster_map``)."""
+        return {
+            key.replace("-", "_"): self.fragment(key, views) for key in views if not key.startswith("plog:")
+        }
+
+
+# ---------------------------------------------------------------------------- the demo
+
+
+def _password_file() -> Path:
+    return Path(settings.LAB_DATA_DIR) / DEMO_PASSWORD_FILE
+
+
+def ensure_demo_user() -> tuple[Any, str]:
+    """The demo user and its password: generated on first run, saved under the data dir (mode 600).
+
+    The password is never in the code: it is made here, stored in ``<LAB_DATA_DIR>/demo-password``
+    and printed by ``make run``. A lost file gets a new password.
+    """
+    User = get_user_model()
+    path = _password_file()
+    user = User.objects.filter(username=DEMO_USER).first()
+    password = path.read_text().strip() if path.is_file() else ""
+    if user is not None and password and user.check_password(password):
+        return user, password
+    password = secrets.token_urlsafe(12)
+    if user is None:
+        user = User.objects.create_user(DEMO_USER, password=password)
+    else:
+        user.set_password(password)
+        user.save(update_fields=["password"])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as out:
+        out.write(password + "\n")
+    return user, password
+
+
+def ensure_demo_lab(owner: Any) -> Lab:
+    """The demo lab: 3 brokers, topic orders (3 partitions, RF 3), a producer and a consumer group."""
+    lab = Lab.objects.filter(slug=DEMO_LAB).first()
+    if lab is not None:
+        return lab
+    return create_lab(
+        owner,
+        "Demo",
+        brokers=3,
+        config={"zookeeper.session.timeout.ms": "3000"},
+        topics=[
+            TopicSpec(name="orders", partitions=3, replication_factor=3, config={"min.insync.replicas": "2"})
+        ],
+        clients=[
+            ClientSpec(kind="producer", name="checkout", topics=("orders",), rate_per_s=5, acks="all"),
+            ClientSpec(
+                kind="consumer", name="billing-1", topics=("orders",), group="billing", processing_ms=50
+            ),
+            ClientSpec(
+                kind="consumer", name="billing-2", topics=("orders",), group="billing", processing_ms=50
+            ),
+        ],
+    )

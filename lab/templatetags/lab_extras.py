@@ -1,0 +1,31 @@
+"""Small template helpers for the live views."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from django import template
+
+from lab.labs import dom_id
+
+register = template.Library()
+
+
+@register.filter
+def get(mapping: Mapping[str, Any] | None, key: Any) -> Any:
+    """``{{ tips|get:"leader" }}``: a mapping's value, or "" when it is missing."""
+    if mapping is None:
+        return ""
+    return mapping.get(key, "")
+
+
+@register.filter
+def domid(text: Any) -> str:
+    """A topic or client name made safe for an HTML id."""
+    return dom_id(str(text))
+
+
+@register.filter
+def stats_of(stats: Any, name: str) -> Any:
+    return stats.of(name) if stats is not None else ()

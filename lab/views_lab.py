@@ -1,0 +1,98 @@
+"""A lab's page and its controls.
+
+The page is drawn from the lab's last published frame, then kept live by the websocket
+(``lab.consumers``). Every control is an htmx POST to ``act``: it submits the named
+action to the lab's driver thread and answers with a short sentence, "done" or Kafka's
+error, once the driver has run it; the change itself arrives with the next frame.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse
+from django.contrib.auth.views import redirect_to_login
+from django.shortcuts import get_object_or_404, render
+from django.template.loader import render_to_string
+from django.views.decorators.http import require_GET, require_POST
+
+from lab.engine.config import TOPIC_KEYS
+from lab.engine.errors import IllegalArgument, KafkaError
+from lab.labs import asave_spec, live_of
+from lab.models import Lab
+from lab.runtime.actions import PARSERS
+from lab.runtime.live import LiveLab
+from lab.visuals.frame import TopicIndex
+from lab.visuals.glossary import governed_by
+
+ACT_TIMEOUT_S = 60.0
+
+
+@require_GET
+@login_required
+def lab_page(request: HttpRequest, slug: str) -> HttpResponse:
+    lab = get_object_or_404(Lab, slug=slug, owner=request.user)
+    live = live_of(lab)
+    frame = live.frame
+    renderer = live.renderer
+    assert renderer is not None
+    html = renderer.fragments(frame.views)  # type: ignore[attr-defined]
+    index = frame.views.get("plogs")
+    topics = index.topics if isinstance(index, TopicIndex) else ()
+    config = dict(live.spec.config)
+    return render(
+        request,
+        "lab/lab.html",
+        {
+            "lab": lab,
+            "html": html,
+            "kafka_version": settings.LAB_KAFKA_VERSION,
+            "simulated": isinstance(index, TopicIndex) and index.simulated_clients,
+            "first_topic": topics[0] if topics else "",
+            "default_rf": min(3, lab.brokers),
+            "min_isr_default": config.get("min.insync.replicas", TOPIC_KEYS["min.insync.replicas"].default),
+            "min_isr_tip": TOPIC_KEYS["min.insync.replicas"].doc
+            + f" ({governed_by('min.insync.replicas', config)})",
+        },
+    )
+
+
+def _toast(ok: bool, text: str, status: int = 200) -> HttpResponse:
+    return HttpResponse(render_to_string("lab/_toast.html", {"ok": ok, "text": text}), status=status)
+
+
+async def _lab_for(request: HttpRequest, slug: str) -> Lab:
+    user = await request.auser()  # type: ignore[attr-defined]
+    lab = await Lab.objects.filter(slug=slug, owner=user).afirst()
+    if lab is None:
+        raise Http404("no such lab")
+    return lab
+
+
+@require_POST
+async def act(request: HttpRequest, slug: str, action: str) -> HttpResponse:
+    """Run control ``action`` on the lab; answer with what happened or Kafka's error, named."""
+    user = await request.auser()  # type: ignore[attr-defined]
+    if not user.is_authenticated:
+        if request.headers.get("HX-Request"):
+            return _toast(False, "You are logged out: reload the page and log in.", status=401)
+        return redirect_to_login(request.get_full_path())
+    lab = await _lab_for(request, slug)
+    if action not in PARSERS:
+        raise Http404(f"no control named {action}")
+    live: LiveLab = await asyncio.to_thread(live_of, lab)
+    params: dict[str, Any] = {k: request.POST.get(k, "") for k in request.POST}
+    future = live.act(action, params)
+    try:
+        result = await asyncio.wait_for(asyncio.wrap_future(future), ACT_TIMEOUT_S)
+    except IllegalArgument as error:
+        return _toast(False, f"{error.name}: {error.message}", status=400)
+    except KafkaError as error:
+        return _toast(False, f"{error.name}: {error.message}", status=409)
+    except TimeoutError:
+        return _toast(False, f"The lab did not answer within {ACT_TIMEOUT_S:g} s.", status=504)
+    await asave_spec(lab, live.spec)
+    return _toast(True, str(result))

@@ -1,0 +1,187 @@
+"""The controller: placement, topic admin with Kafka's errors, elections, reassignment, shutdowns, failover."""
+
+from __future__ import annotations
+
+import pytest
+
+from lab.engine.assignment import place_replicas
+from lab.engine.errors import (
+    IllegalState,
+    InvalidConfig,
+    InvalidPartitions,
+    InvalidReplicationFactor,
+    InvalidTopic,
+    TopicAlreadyExists,
+    UnknownTopicOrPartition,
+)
+from tests.engine.helpers import checked_cluster, part, texts, values
+
+
+def test_placement_rule_replica_j_of_partition_i_on_broker_i_plus_j_mod_n() -> None:
+    assert place_replicas([3, 1, 2], 4, 2) == {0: (1, 2), 1: (2, 3), 2: (3, 1), 3: (1, 2)}
+    with checked_cluster(3) as c:
+        c.create_topic("t", partitions=3, replication_factor=3)
+        assert [part(c, "t", i)["replicas"] for i in range(3)] == [[1, 2, 3], [2, 3, 1], [3, 1, 2]]
+        assert [part(c, "t", i)["leader"] for i in range(3)] == [1, 2, 3]  # the preferred leader walks round
+
+
+@pytest.mark.parametrize(
+    ("name", "kwargs", "error", "message"),
+    [
+        (
+            "t",
+            {"replication_factor": 4},
+            InvalidReplicationFactor,
+            "Replication factor: 4 larger than available brokers: 3.",
+        ),
+        ("t", {"partitions": 0}, InvalidPartitions, "Number of partitions must be larger than 0."),
+        (".", {}, InvalidTopic, 'Topic name cannot be "." or ".."'),
+        ("..", {}, InvalidTopic, 'Topic name cannot be "." or ".."'),
+        ("x" * 250, {}, InvalidTopic, "can't be longer than 249 characters"),
+        ("a b", {}, InvalidTopic, "contains a character other than ASCII alphanumerics"),
+        ("", {}, InvalidTopic, "can't be empty"),
+        ("t", {"config": {"retention.mss": "1"}}, InvalidConfig, "Unknown topic config name: retention.mss"),
+        ("t", {"config": {"retention.ms": "soon"}}, InvalidConfig, "retention.ms"),
+        ("t", {"config": {"cleanup.policy": "shred"}}, InvalidConfig, "cleanup.policy"),
+    ],
+)
+def test_bad_topic_requests_get_kafkas_error_and_create_nothing(name, kwargs, error, message) -> None:  # type: ignore[no-untyped-def]
+    with checked_cluster(3) as c:
+        with pytest.raises(error) as raised:
+            c.create_topic(name, **kwargs)
+        assert message in str(raised.value)
+        assert c.topics() == []
+        assert not any(n["path"].startswith("/config/topics/") for n in c.zookeeper_tree())
+
+
+def test_an_existing_topic_cannot_be_created_again() -> None:
+    with checked_cluster(3) as c:
+        c.create_topic("t", partitions=2, replication_factor=2)
+        with pytest.raises(TopicAlreadyExists, match=r"Topic 't' already exists\."):
+            c.create_topic("t", partitions=5)
+        assert len(c.snapshot()["topics"]["t"]["partitions"]) == 2
+
+
+def test_deleting_a_topic_removes_its_logs_on_every_replica() -> None:
+    with checked_cluster(3) as c:
+        c.create_topic("t", partitions=2, replication_factor=3)
+        p = c.producer()
+        p.send("t", "x")
+        p.flush()
+        dirs = [c.brokers[b].log_dir / f"t-{i}" for b in (1, 2, 3) for i in (0, 1)]
+        assert all(d.is_dir() for d in dirs)
+        c.delete_topic("t")
+        c.run_for(100)
+        assert c.topics() == []
+        assert not any(d.exists() for d in dirs)
+        assert texts(c, "topic_deleted")
+        with pytest.raises(UnknownTopicOrPartition):
+            c.delete_topic("t")
+
+
+def test_adding_partitions_places_them_by_the_rule_and_elects_leaders() -> None:
+    with checked_cluster(3) as c:
+        c.create_topic("t", partitions=2, replication_factor=2)
+        c.create_partitions("t", 4)
+        assert [part(c, "t", i)["replicas"] for i in range(4)] == [[1, 2], [2, 3], [3, 1], [1, 2]]
+        assert all(part(c, "t", i)["leader"] > 0 for i in range(4))
+        with pytest.raises(InvalidPartitions, match="higher than the requested 3"):
+            c.create_partitions("t", 3)
+
+
+def test_reassignment_adds_catches_up_switches_the_leader_and_removes() -> None:
+    with checked_cluster(4) as c:
+        c.create_topic("t", replication_factor=3)
+        p = c.producer()
+        for i in range(10):
+            p.send("t", f"v{i}")
+        p.flush()
+        assert part(c, "t", 0)["replicas"] == [1, 2, 3]
+        c.reassign_partitions({("t", 0): [4, 2, 3]})
+        c.run_for(100)
+        state = part(c, "t", 0)
+        assert state["replicas"] == [4, 2, 3]
+        assert state["leader"] in (4, 2, 3)
+        assert sorted(state["isr"]) == [2, 3, 4]
+        assert values(c, 4, "t") == [f"v{i}".encode() for i in range(10)]
+        assert not (c.brokers[1].log_dir / "t-0").exists()
+        assert texts(c, "reassignment_started")
+        assert texts(c, "reassignment_done")
+
+
+def test_preferred_leader_election_on_request_and_automatically() -> None:
+    with checked_cluster(3, config={"leader.imbalance.check.interval.seconds": "5"}) as c:
+        c.create_topic("t", partitions=3, replication_factor=3)
+        c.kill_broker(1)
+        c.wait_for(lambda: part(c, "t", 0)["leader"] == 2, 15_000)
+        c.restart_broker(1)
+        c.wait_for(lambda: 1 in part(c, "t", 0)["isr"], 15_000)
+        c.elect_preferred_leaders([("t", 0)])
+        c.run_for(100)
+        assert part(c, "t", 0)["leader"] == 1
+        assert any("preferred (first) replica" in t for t in texts(c, "leader_election"))
+        # Now automatically: knock broker 2 over, bring it back, wait for the imbalance check.
+        c.kill_broker(2)
+        c.wait_for(lambda: part(c, "t", 1)["leader"] == 3, 15_000)
+        c.restart_broker(2)
+        c.wait_for(lambda: part(c, "t", 1)["leader"] == 2, 30_000)
+        assert any("auto leader rebalance" in t for t in texts(c, "leader_election"))
+
+
+def test_controlled_shutdown_moves_leadership_first_so_nothing_goes_offline() -> None:
+    with checked_cluster(3) as c:
+        c.create_topic("t", partitions=3, replication_factor=3)
+        c.controlled_shutdown(1)
+        assert part(c, "t", 0)["leader"] == 2
+        assert all(1 not in part(c, "t", i)["isr"] for i in range(3))
+        assert c.snapshot()["brokers"][0]["state"] == "stopped"
+        assert not any(e.kind == "partition_offline" for e in c.events())
+        assert any("controlled shutdown of broker 1" in t for t in texts(c, "leader_election"))
+        with pytest.raises(IllegalState):
+            c.controlled_shutdown(1)
+
+
+def test_controller_failover_bumps_the_controller_epoch() -> None:
+    with checked_cluster(3) as c:
+        c.create_topic("t", replication_factor=3)
+        assert c.controller_id() == 1
+        epoch = c.snapshot()["controller_epoch"]
+        c.kill_broker(1)
+        c.wait_for(lambda: c.controller_id() in (2, 3), 15_000)
+        c.run_for(100)
+        assert c.snapshot()["controller_epoch"] == epoch + 1
+        assert part(c, "t", 0)["leader"] == 2
+
+
+def test_a_paused_controller_is_fenced_by_the_controller_epoch_when_it_wakes() -> None:
+    with checked_cluster(3) as c:
+        c.create_topic("t", replication_factor=3)
+        c.pause_broker(1)
+        c.wait_for(lambda: c.controller_id() in (2, 3), 20_000)
+        c.resume_broker(1)
+        c.run_for(5000)
+        assert c.controller_id() in (2, 3)
+        snap = c.snapshot()
+        assert [b["controller"] for b in snap["brokers"]].count(True) == 1
+        c.wait_for(lambda: sorted(part(c, "t", 0)["isr"]) == [1, 2, 3], 30_000)
+
+
+def test_a_broker_cut_off_from_zookeeper_loses_its_leaderships_and_comes_back() -> None:
+    with checked_cluster(3) as c:
+        c.create_topic("t", partitions=3, replication_factor=3)
+        c.isolate_broker(3, from_="zookeeper")
+        c.wait_for(lambda: part(c, "t", 2)["leader"] == 1, 20_000)
+        assert any("broker 3 left /brokers/ids" in t for t in texts(c, "broker_gone"))
+        c.heal(3)
+        c.wait_for(lambda: sorted(part(c, "t", 2)["isr"]) == [1, 2, 3], 30_000)
+        assert any("session expired" in t for t in texts(c, "zk_session_expired"))
+
+
+def test_every_election_says_why_with_the_epochs_and_isrs() -> None:
+    with checked_cluster(3) as c:
+        c.create_topic("orders", replication_factor=3)
+        c.kill_broker(1)
+        c.wait_for(lambda: part(c, "orders", 0)["leader"] == 2, 20_000)
+        line = next(t for t in texts(c, "leader_election") if "orders-0 leader 1 -> 2" in t)
+        assert "leader_epoch 0 -> 1" in line
+        assert "isr [1, 2, 3] -> [2, 3]" in line

@@ -1,0 +1,273 @@
+"""A live lab: its driver thread runs commands, keeps the clock, and publishes coalesced frames."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from channels.layers import InMemoryChannelLayer
+
+from lab.engine.errors import IllegalArgument, IllegalState
+from lab.runtime.broadcast import Broadcaster
+from lab.runtime.live import LiveLab
+from lab.runtime.spec import LabSpec, TopicSpec
+from lab.visuals.frame import plog_key
+from tests.processes import wait_until
+
+FAST = {"zookeeper.session.timeout.ms": "1500"}
+
+
+class FakeWall:
+    """A wall clock the test moves, so virtual time is exact."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def spec(tmp_path: Path, slug: str = "t", **kw: object) -> LabSpec:
+    fields: dict[str, object] = dict(
+        slug=slug,
+        name=slug,
+        data_dir=str(tmp_path / slug),
+        chroot=f"/kafka-lab/tests/{slug}-{time.time_ns()}",
+        config=FAST,
+        topics=(TopicSpec(name="orders", partitions=3, replication_factor=3),),
+    )
+    fields.update(kw)
+    return LabSpec(**fields)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def wall() -> FakeWall:
+    return FakeWall()
+
+
+@pytest.fixture
+def lab(tmp_path: Path, wall: FakeWall) -> Iterator[LiveLab]:
+    # Reading the tree takes a few virtual ms on the memory store: read it once, before the test.
+    live = LiveLab(spec(tmp_path), zookeeper=None, wall=wall, tree_interval_s=3600).start()
+    live.ready.result(30)
+    assert live.state == "running", live.error
+    live.wait_for_frame(lambda f: f.views["zookeeper"].count > 0)  # type: ignore[attr-defined]
+    yield live
+    live.stop()
+
+
+def now_ms(lab: LiveLab) -> int:
+    return int(lab.submit(lambda lab: lab.cluster.now_ms).result(10))
+
+
+def ticks_later(lab: LiveLab, n: int = 3) -> None:
+    start = lab.ticks
+    assert wait_until(lambda: lab.ticks >= start + n, 10)
+
+
+def test_commands_run_on_the_driver_thread_and_only_there(lab: LiveLab) -> None:
+    where = lab.submit(lambda lab: threading.current_thread().name).result(10)
+    assert where == "lab-t"
+    with pytest.raises(IllegalState, match="only the lab's driver thread may touch its cluster"):
+        lab.cluster  # noqa: B018
+
+
+def test_a_kafka_error_comes_back_to_the_caller_and_changes_nothing(lab: LiveLab) -> None:
+    with pytest.raises(IllegalState, match="broker 2 is running; kill it or stop it first|broker 2 is running"):
+        lab.act("restart", {"broker": "2"}).result(10)
+    with pytest.raises(IllegalArgument, match="broker must be a whole number, not 'two'"):
+        lab.act("kill", {"broker": "two"}).result(10)
+    with pytest.raises(IllegalArgument, match="there is no control named 'explode'"):
+        lab.act("explode", {}).result(10)
+    states = lab.submit(lambda lab: [b["state"] for b in lab.cluster.snapshot()["brokers"]]).result(10)
+    assert states == ["alive", "alive", "alive"]
+
+
+def test_virtual_time_follows_the_wall_at_the_clocks_rate(lab: LiveLab, wall: FakeWall) -> None:
+    start = now_ms(lab)
+    wall.now += 1.0
+    ticks_later(lab)
+    assert now_ms(lab) == start + 1000
+    assert lab.act("clock-speed", {"rate": "2"}).result(10) == "Clock speed 2x."
+    start = now_ms(lab)
+    wall.now += 1.0
+    ticks_later(lab)
+    assert now_ms(lab) == start + 2000
+    assert lab.spec.rate == 2.0
+    with pytest.raises(IllegalArgument, match="the clock runs at 0.1x to 10x, not 20x"):
+        lab.act("clock-speed", {"rate": "20"}).result(10)
+
+
+def test_pause_stops_virtual_time_and_step_moves_it(lab: LiveLab, wall: FakeWall) -> None:
+    assert lab.act("clock-pause", {}).result(10) == "Clock paused."
+    paused_at = now_ms(lab)
+    wall.now += 5.0
+    ticks_later(lab)
+    assert now_ms(lab) == paused_at
+    assert lab.act("clock-step", {"ms": "100"}).result(10) == f"Stepped 100 ms: {paused_at} ms → {paused_at + 100} ms."
+    stepped = lab.act("clock-step", {"events": "1"}).result(10)
+    assert stepped.startswith("Stepped 1 event(s):")
+    with pytest.raises(IllegalState, match="the clock is already paused"):
+        lab.act("clock-pause", {}).result(10)
+    after_steps = now_ms(lab)
+    assert lab.act("clock-resume", {}).result(10) == "Clock running at 1x."
+    wall.now += 0.5
+    ticks_later(lab)
+    assert now_ms(lab) == after_steps + 500
+    with pytest.raises(IllegalState, match="pause the clock first"):
+        lab.act("clock-step", {"events": "1"}).result(10)
+
+
+def test_produce_answers_once_the_records_are_acknowledged(lab: LiveLab, wall: FakeWall) -> None:
+    future = lab.act("produce", {"topic": "orders", "count": "5", "key": "k", "acks": "all"})
+    while not future.done():  # acks=all needs engine time: let the wall move
+        wall.now += 0.05
+        ticks_later(lab, 1)
+    text = future.result()
+    assert text.startswith("5 of 5 record(s) acknowledged (acks=all) by orders-")
+    with pytest.raises(IllegalArgument, match="there is no topic 'nope'; create it first"):
+        lab.act("produce", {"topic": "nope"}).result(10)
+    with pytest.raises(IllegalArgument, match="count must be between 1 and 1000, not 5000"):
+        lab.act("produce", {"topic": "orders", "count": "5000"}).result(10)
+
+
+def test_a_frame_shows_a_change_and_only_changed_views_differ(lab: LiveLab, wall: FakeWall) -> None:
+    first = lab.wait_for_frame(lambda f: plog_key("orders") in f.views)
+    leader = first.views["cluster-map"].topics[0].partitions[0].leader  # type: ignore[attr-defined]
+    lab.act("kill", {"broker": str(leader)}).result(10)
+    killed = lab.wait_for_frame(
+        lambda f: f.views["cluster-map"].brokers[leader - 1].state == "killed"  # type: ignore[attr-defined]
+    )
+    assert killed.seq > first.seq
+    column = killed.views["cluster-map"].brokers[leader - 1]  # type: ignore[attr-defined]
+    assert {a.name: a.enabled for a in column.actions if a.name in ("kill", "restart")} == {
+        "kill": False,
+        "restart": True,
+    }
+
+
+def test_frames_are_coalesced_and_unchanged_views_are_not_sent(tmp_path: Path) -> None:
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    layer = InMemoryChannelLayer()
+    broadcast = Broadcaster(layer=lambda: layer)
+    broadcast.attach(loop)
+
+    class Renderer:
+        def fragment(self, key: str, views: object) -> str:
+            return f"<{key}>"
+
+    channel = asyncio.run_coroutine_threadsafe(layer.new_channel(), loop).result(5)
+    live = LiveLab(spec(tmp_path, "coalesce"), zookeeper=None, renderer=Renderer(), broadcast=broadcast)
+    asyncio.run_coroutine_threadsafe(layer.group_add(live.group, channel), loop).result(5)
+    live.start()
+    try:
+        live.ready.result(30)
+        live.wait_for_frame(lambda f: f.views["status"].state == "running")  # type: ignore[attr-defined]
+        live.subscribe()
+        live.act("clock-speed", {"rate": "10"}).result(10)
+        live.act("produce", {"topic": "orders", "count": "50", "acks": "1"}).result(10)
+        frames: list[tuple[float, dict[str, object]]] = []
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and len(frames) < 12:
+            message = asyncio.run_coroutine_threadsafe(layer.receive(channel), loop).result(5)
+            frames.append((float(message["made_at"]), message))  # type: ignore[arg-type]
+        gaps = [b[0] - a[0] for a, b in zip(frames, frames[1:], strict=False)]
+        assert len(frames) >= 5
+        assert min(gaps) >= 0.1, gaps  # at most one frame every 100 ms
+        for _, message in frames:
+            assert message["type"] == "lab.frame"
+            html = str(message["html"])
+            assert html.endswith("<frame>")
+            assert "<status>" not in html  # the lab kept running: its status view never changed
+        assert [m["frame"] for _, m in frames] == sorted(m["frame"] for _, m in frames)
+
+        # A paused clock with nothing happening sends nothing.
+        live.act("clock-pause", {}).result(10)
+        seq = live.frame.seq
+        ticks_later(live, 15)
+        quiet_from = live.frame.seq
+        ticks_later(live, 15)
+        assert live.frame.seq == quiet_from and quiet_from <= seq + 2
+    finally:
+        live.stop()
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(5)
+        loop.close()
+
+
+def test_reset_rebuilds_the_cluster_with_fresh_data_and_the_specs_topics(lab: LiveLab, wall: FakeWall) -> None:
+    lab.act("produce", {"topic": "orders", "count": "3", "key": "k", "acks": "1"})
+    wall.now += 1.0
+    ticks_later(lab)
+    leo = lab.submit(lambda lab: max(p["logs"][str(p["leader"])]["log_end_offset"]
+                                     for p in lab.cluster.snapshot()["topics"]["orders"]["partitions"])).result(10)
+    assert leo == 3
+    assert lab.act("clock-reset", {}).result(30) == "Lab reset: a fresh cluster with fresh data."
+    snap = lab.submit(lambda lab: lab.cluster.snapshot()).result(10)
+    assert [p["logs"][str(p["leader"])]["log_end_offset"] for p in snap["topics"]["orders"]["partitions"]] == [0, 0, 0]
+    assert lab.state == "running"
+
+
+def test_a_topic_made_on_the_page_is_recorded_in_the_spec(lab: LiveLab) -> None:
+    text = lab.act("topic-create", {"name": "payments", "partitions": "2", "replication_factor": "2",
+                                    "min_insync_replicas": "2"}).result(10)
+    assert text == "Topic payments created: 2 partition(s), replication factor 2."
+    assert [t.name for t in lab.spec.topics] == ["orders", "payments"]
+    assert lab.spec.topics[1].config == {"min.insync.replicas": "2"}
+    with pytest.raises(Exception, match="TOPIC_ALREADY_EXISTS|already exists"):
+        lab.act("topic-create", {"name": "payments"}).result(10)
+
+
+def test_simulated_clients_are_added_stopped_and_recorded(lab: LiveLab, wall: FakeWall) -> None:
+    name = lab.act("client-consumer", {"group": "billing", "topics": "orders", "name": "b1"}).result(10)
+    assert name == "Simulated consumer b1 joins group billing on orders."
+    assert [c.name for c in lab.spec.clients] == ["b1"]
+    assert lab.act("client-crash", {"name": "b1"}).result(10) == "b1 crashed."
+    assert lab.spec.clients == ()
+    with pytest.raises(IllegalState, match="b1 is already crashed"):
+        lab.act("client-stop", {"name": "b1"}).result(10)
+    assert lab.act("client-remove", {"name": "b1"}).result(10) == "b1 removed."
+    with pytest.raises(IllegalArgument, match="there is no topic 'ghost'"):
+        lab.act("client-producer", {"topic": "ghost"}).result(10)
+
+
+@pytest.mark.zookeeper
+def test_on_zookeeper_a_restarted_lab_keeps_its_data_and_znodes(tmp_path: Path, zookeeper: str) -> None:
+    lab_spec = spec(tmp_path, "restore")
+    first = LiveLab(lab_spec, zookeeper=zookeeper).start()
+    try:
+        first.ready.result(60)
+        assert first.state == "running", first.error
+        assert first.store == "zookeeper"
+        text = first.act("produce", {"topic": "orders", "count": "10", "acks": "all"}).result(30)
+        assert text.startswith("10 of 10 record(s) acknowledged")
+    finally:
+        first.stop()
+
+    def total(frame: object) -> int:
+        log = frame.views.get(plog_key("orders"))  # type: ignore[attr-defined]
+        if log is None:
+            return -1
+        return sum(max(r.log_end_offset for r in p.replicas) for p in log.partitions)
+
+    again = LiveLab(lab_spec, zookeeper=zookeeper).start()
+    try:
+        again.ready.result(60)
+        assert again.state == "running", again.error
+        frame = again.wait_for_frame(lambda f: total(f) == 10 and f.views["zookeeper"].count > 0, 30)
+        paths = {n.path for n in frame.views["zookeeper"].nodes}  # type: ignore[attr-defined]
+        assert "/brokers/topics/orders" in paths and "/controller" in paths
+        assert frame.views["status"].store == "zookeeper"  # type: ignore[attr-defined]
+    finally:
+        again.stop()
+        from lab.engine.metadata.zookeeper import ZooKeeperStore
+
+        store = ZooKeeperStore(zookeeper, chroot=lab_spec.chroot)
+        store.delete_chroot()
+        store.close()
