@@ -28,3 +28,12 @@ def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield server.start(timeout_s=60)
     finally:
         server.stop()
+
+
+@pytest.fixture
+def stop_labs() -> Iterator[None]:
+    """Stop every live lab the test started (the runtime is one per process)."""
+    yield
+    from lab.runtime.manager import runtime
+
+    runtime.stop_all()

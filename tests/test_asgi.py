@@ -5,10 +5,14 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
 from asgiref.sync import async_to_sync
 from channels.testing import WebsocketCommunicator
 
 from lab.asgi import application
+
+# Django's request_started handler checks the database connection an earlier test may have opened.
+pytestmark = pytest.mark.django_db
 
 
 async def _http_get(path: str) -> tuple[int, bytes]:

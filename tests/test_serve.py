@@ -67,10 +67,29 @@ def test_port_in_use_is_refused_clearly_before_starting_anything(tmp_path: Path)
     assert not (tmp_path / "zookeeper").exists()
 
 
-def test_without_java_it_says_what_to_install(tmp_path: Path) -> None:
+def test_without_java_it_serves_on_the_memory_store_and_says_what_to_install(tmp_path: Path) -> None:
     server = LabServer(tmp_path, env={"PATH": str(tmp_path / "empty-bin")})
-    assert server.run_to_exit() == 1
+    try:
+        url = server.start()
+        login = _get(url + "/accounts/login/")
+        assert "No ZooKeeper configured" in login
+        assert "apt-get install -y zookeeper" in login
+    finally:
+        assert server.stop() == 0, server.output()
     output = server.output()
     assert "Cannot start ZooKeeper: Java is not installed" in output
-    assert "apt-get install -y zookeeper" in output
+    assert "Labs keep their metadata in memory" in output and "apt-get install -y zookeeper" in output
     assert "Traceback" not in output
+
+
+def test_make_run_makes_the_demo_user_and_lab_and_says_how_to_log_in(tmp_path: Path, zookeeper: str) -> None:
+    server = LabServer(tmp_path, zookeeper=zookeeper)
+    try:
+        server.start()
+        password = (tmp_path / "demo-password").read_text().strip()
+        output = server.output()
+        assert f"Log in as demo with password {password} (kept in {tmp_path / 'demo-password'})" in output
+        assert "Labs: demo (the demo lab is /labs/demo/)" in output
+    finally:
+        assert server.stop() == 0, server.output()
+    assert "Labs: stopping..." in server.output()

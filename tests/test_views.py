@@ -1,4 +1,4 @@
-"""The home page tells the truth about ZooKeeper and the running clusters."""
+"""Home, login and making a lab: the truth about ZooKeeper and the person's labs, behind a login."""
 
 from __future__ import annotations
 
@@ -10,8 +10,18 @@ from django.contrib.staticfiles import finders
 from django.test import Client
 from pytest_django.fixtures import Settings
 
+from lab.models import Lab
 from lab.runtime.registry import BrokerSummary, LabSummary, register_lab, unregister_lab
 from lab.zookeeper_server import free_port, zookeeper_status
+from tests.labhelpers import make_lab, make_user
+
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("stop_labs")]
+
+
+@pytest.fixture
+def user_client(client: Client) -> Client:
+    client.force_login(make_user())  # type: ignore[arg-type]
+    return client
 
 
 @pytest.fixture
@@ -26,11 +36,33 @@ def running_lab() -> Iterator[LabSummary]:
     unregister_lab(lab.name)
 
 
-def test_home_shows_zookeeper_answering(client: Client, settings: Settings, zookeeper: str) -> None:
+def test_anonymous_visitors_are_sent_to_the_login_page(client: Client, settings: Settings) -> None:
+    settings.LAB_ZOOKEEPER = ""
+    for path in ("/", "/status/zookeeper/", "/labs/anything/"):
+        response = client.get(path)
+        assert response.status_code == 302 and response["Location"].startswith("/accounts/login/?next="), path
+    page = client.get("/accounts/login/").content.decode()
+    assert "Log in to Kafka Lab" in page
+    assert "creates a user <code>demo</code> with a generated password" in page
+    assert "demo-password" in page
+    assert "Kafka 3.x in ZooKeeper mode" in page
+
+
+def test_logging_in_opens_the_home_page(client: Client, settings: Settings) -> None:
+    settings.LAB_ZOOKEEPER = ""
+    make_user("ada", "a-long-password")
+    bad = client.post("/accounts/login/", {"username": "ada", "password": "wrong"})
+    assert "do not match" in bad.content.decode()
+    good = client.post("/accounts/login/", {"username": "ada", "password": "a-long-password"})
+    assert good.status_code == 302 and good["Location"] == "/"
+    assert "Your labs" in client.get("/").content.decode()
+
+
+def test_home_shows_zookeeper_answering(user_client: Client, settings: Settings, zookeeper: str) -> None:
     settings.LAB_ZOOKEEPER = zookeeper
     status = zookeeper_status(zookeeper)
 
-    page = client.get("/").content.decode()
+    page = user_client.get("/").content.decode()
 
     assert "<h1>The lab is up</h1>" in page
     assert f"ZooKeeper answers at <code>{status.address}</code>" in page
@@ -40,60 +72,79 @@ def test_home_shows_zookeeper_answering(client: Client, settings: Settings, zook
     assert "does not answer" not in page
 
 
-def test_home_says_when_zookeeper_does_not_answer(client: Client, settings: Settings) -> None:
+def test_home_says_when_zookeeper_does_not_answer(user_client: Client, settings: Settings) -> None:
     nowhere = f"127.0.0.1:{free_port()}"
     settings.LAB_ZOOKEEPER = nowhere
 
-    page = client.get("/").content.decode()
+    page = user_client.get("/").content.decode()
 
     assert "The lab is up, without ZooKeeper" in page
     assert f"ZooKeeper does not answer at <code>{nowhere}</code>" in page
     assert "make run" in page
     assert "apt-get install -y zookeeper" in page
-    assert "ZooKeeper answers" not in page
+    assert "keep their metadata in memory" in page
 
 
-def test_home_points_to_the_managed_server_log_when_it_is_down(client: Client, settings: Settings) -> None:
+def test_home_points_to_the_managed_server_log_when_it_is_down(user_client: Client, settings: Settings) -> None:
     settings.LAB_ZOOKEEPER = f"127.0.0.1:{free_port()}"
     settings.LAB_ZOOKEEPER_MANAGED_DIR = "/srv/lab/var/zookeeper"
 
-    page = client.get("/").content.decode()
+    page = user_client.get("/").content.decode()
 
     assert "<code>/srv/lab/var/zookeeper/zookeeper.log</code>" in page
 
 
-def test_home_without_any_zookeeper_configured(client: Client, settings: Settings) -> None:
+def test_home_without_any_zookeeper_configured(user_client: Client, settings: Settings) -> None:
     settings.LAB_ZOOKEEPER = ""
-
-    page = client.get("/").content.decode()
-
+    page = user_client.get("/").content.decode()
     assert "No ZooKeeper configured" in page
     assert "LAB_ZOOKEEPER=host:port" in page
 
 
-def test_home_lists_no_cluster_when_none_runs(client: Client, settings: Settings) -> None:
+def test_home_lists_only_the_persons_own_labs(user_client: Client, settings: Settings) -> None:
     settings.LAB_ZOOKEEPER = ""
-    assert "No cluster is running in this server." in client.get("/").content.decode()
+    me = user_client.get("/").wsgi_request.user  # type: ignore[attr-defined]
+    make_lab(me, "Mine")
+    make_lab(make_user("grace"), "Theirs")
+    page = user_client.get("/").content.decode()
+    assert '<a href="/labs/mine/">Mine</a>' in page
+    assert "Theirs" not in page
+    assert "No cluster is running in this server." in page  # neither lab was started
 
 
 def test_home_lists_running_clusters_and_their_brokers(
-    client: Client, settings: Settings, running_lab: LabSummary
+    user_client: Client, settings: Settings, running_lab: LabSummary
 ) -> None:
     settings.LAB_ZOOKEEPER = ""
+    me = user_client.get("/").wsgi_request.user  # type: ignore[attr-defined]
+    Lab.objects.create(name="Orders", slug="orders-demo", owner=me, data_dir="/x", zookeeper_chroot="/kafka-lab/x")
 
-    page = client.get("/").content.decode()
+    page = user_client.get("/").content.decode()
 
     assert '<th scope="row">orders-demo</th>' in page
     assert "broker 1" in page
-    assert '<span class="broker broker-alive">1 alive</span>' in page
-    assert '<span class="broker broker-killed">2 killed</span>' in page
+    assert '<span class="broker-pill broker-alive">1 alive</span>' in page
+    assert '<span class="broker-pill broker-killed">2 killed</span>' in page
     assert "No cluster is running" not in page
 
 
-def test_zookeeper_card_alone_for_htmx_refresh(client: Client, settings: Settings, zookeeper: str) -> None:
+def test_a_new_lab_from_the_home_page_starts_and_opens(user_client: Client, settings: Settings) -> None:
+    settings.LAB_ZOOKEEPER = ""
+    response = user_client.post("/labs/new/", {"name": "Failover drill", "brokers": "3", "session_timeout_ms": "1500"})
+    assert response.status_code == 302 and response["Location"] == "/labs/failover-drill/"
+    lab = Lab.objects.get(slug="failover-drill")
+    assert lab.settings["config"] == {"zookeeper.session.timeout.ms": "1500"}
+
+    refused = user_client.post("/labs/new/", {"name": "Too many", "brokers": "40"})
+    assert refused.status_code == 400
+    assert "ILLEGAL_ARGUMENT: a lab has 1 to 12 brokers, not 40" in refused.content.decode()
+    assert not Lab.objects.filter(name="Too many").exists()
+
+
+def test_zookeeper_card_alone_for_htmx_refresh(user_client: Client, settings: Settings, zookeeper: str) -> None:
     settings.LAB_ZOOKEEPER = zookeeper
 
-    card = client.get("/status/zookeeper/", headers={"HX-Request": "true"}).content.decode()
+    card = user_client.get("/status/zookeeper/", headers={"HX-Request": "true"}).content.decode()
 
     assert card.lstrip().startswith('<section class="card" id="zookeeper-status"')
     assert "<html" not in card
@@ -101,12 +152,12 @@ def test_zookeeper_card_alone_for_htmx_refresh(client: Client, settings: Setting
     assert 'hx-get="/status/zookeeper/"' in card
 
 
-def test_base_loads_vendored_htmx(client: Client, settings: Settings) -> None:
+def test_base_loads_vendored_htmx_and_the_labs_script(user_client: Client, settings: Settings) -> None:
     settings.LAB_ZOOKEEPER = ""
 
-    page = client.get("/").content.decode()
+    page = user_client.get("/").content.decode()
 
-    for script in ("vendor/htmx.min.js", "vendor/htmx-ext-ws.min.js"):
+    for script in ("vendor/htmx.min.js", "vendor/htmx-ext-ws.min.js", "lab.js"):
         assert f'<script src="/static/{script}" defer></script>' in page
         assert finders.find(script), f"{script} is not in lab/static"
 
@@ -114,6 +165,7 @@ def test_base_loads_vendored_htmx(client: Client, settings: Settings) -> None:
 def test_htmx_requests_carry_a_csrf_token_django_accepts(settings: Settings) -> None:
     settings.LAB_ZOOKEEPER = ""
     browser = Client(enforce_csrf_checks=True)
+    browser.force_login(make_user())  # type: ignore[arg-type]
     page = browser.get("/").content.decode()
     found = re.search(r"""<body hx-headers='\{"X-CSRFToken": "([^"]+)"\}'>""", page)
     assert found, "htmx requests must carry the CSRF token"

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from lab.engine import errors
 from lab.engine.errors import (
@@ -75,8 +75,9 @@ class RecordMetadata:
     timestamp: int
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ConsumerRecord:
+class ConsumerRecord(NamedTuple):
+    """What poll() returns. A NamedTuple, not a dataclass: a consumer makes one per record."""
+
     topic: str
     partition: int
     offset: int
@@ -673,7 +674,8 @@ class Consumer(_Client):
         self._assigned: list[TopicPartition] = []
         self._positions: dict[TopicPartition, int] = {}
         self._resetting: set[TopicPartition] = set()
-        self._buffer: deque[ConsumerRecord] = deque()
+        self._buffer: deque[tuple[TopicPartition, list[ConsumerRecord]]] = deque()  # fetched, by chunk
+        self._buffered = 0
         self._fetching: set[BrokerId] = set()
         self._backoff_until: dict[TopicPartition, int] = {}
         self._wakeup: Timer | None = None
@@ -692,7 +694,8 @@ class Consumer(_Client):
         self._assigned = sorted(keep)
         self._positions = {tp: pos for tp, pos in self._positions.items() if tp in keep}
         self._resetting &= keep
-        self._buffer = deque(r for r in self._buffer if TopicPartition(r.topic, r.partition) in keep)
+        self._buffer = deque(chunk for chunk in self._buffer if chunk[0] in keep)
+        self._buffered = sum(len(records) for _, records in self._buffer)
         self.metadata.need({tp.topic for tp in tps})
         self._kick(0)
 
@@ -765,8 +768,8 @@ class Consumer(_Client):
         """Records fetched so far; waits (driving the clock) up to ``timeout_ms`` when there are none."""
         if self.closed:
             raise IllegalState(f"consumer {self.client_id} is closed")
-        if not self._buffer and not self._errors and timeout_ms > 0:
-            self.host.run_until_true(lambda: bool(self._buffer) or bool(self._errors), timeout_ms)
+        if not self._buffered and not self._errors and timeout_ms > 0:
+            self.host.run_until_true(lambda: bool(self._buffered) or bool(self._errors), timeout_ms)
         return self.take()
 
     def take(self, max_records: int | None = None) -> list[ConsumerRecord]:
@@ -776,7 +779,15 @@ class Consumer(_Client):
         limit = self.max_poll_records if max_records is None else max_records
         out: list[ConsumerRecord] = []
         while self._buffer and len(out) < limit:
-            out.append(self._buffer.popleft())
+            tp, records = self._buffer[0]
+            room = limit - len(out)
+            if len(records) <= room:
+                out += records
+                self._buffer.popleft()
+            else:
+                out += records[:room]
+                self._buffer[0] = (tp, records[room:])
+        self._buffered -= len(out)
         self.consumed += len(out)
         if out:
             self._kick(0)
@@ -796,7 +807,8 @@ class Consumer(_Client):
             )
 
     def _drop_buffered(self, tp: TopicPartition) -> None:
-        self._buffer = deque(r for r in self._buffer if (r.topic, r.partition) != (tp.topic, tp.partition))
+        self._buffer = deque(chunk for chunk in self._buffer if chunk[0] != tp)
+        self._buffered = sum(len(records) for _, records in self._buffer)
 
     def _reset(self, tp: TopicPartition, timestamp: int) -> None:
         self._check_assigned(tp)
@@ -862,7 +874,7 @@ class Consumer(_Client):
             return
         by_leader: dict[BrokerId, dict[TopicPartition, FetchPartition]] = {}
         missing: set[str] = set()
-        buffered = {(r.topic, r.partition) for r in self._buffer}
+        buffered = {tp for tp, _ in self._buffer}
         now = self.scheduler.now_ms
         for tp in self._assigned:
             if tp in self._resetting:
@@ -874,7 +886,7 @@ class Consumer(_Client):
             if position is None:
                 self._before_first_fetch(tp)
                 continue
-            if (tp.topic, tp.partition) in buffered and len(self._buffer) >= self.max_poll_records:
+            if tp in buffered and self._buffered >= self.max_poll_records:
                 continue
             leader = self.metadata.leader(tp)
             if leader is None:
@@ -922,21 +934,16 @@ class Consumer(_Client):
             if data.error is not None:
                 self._on_partition_error(tp, data.error, data.message, data.log_start_offset)
                 continue
-            for record in iter_records(data.records):
-                if record.offset < position:
-                    continue
-                self._buffer.append(
-                    ConsumerRecord(
-                        topic=tp.topic,
-                        partition=tp.partition,
-                        offset=record.offset,
-                        timestamp=record.timestamp,
-                        key=record.key,
-                        value=record.value,
-                        headers=record.headers,
-                    )
-                )
-                position = record.offset + 1
+            prefix = (tp.topic, tp.partition)
+            make = tuple.__new__
+            # The first batch may start below the position (it holds it): skip those records.
+            fresh = [
+                make(ConsumerRecord, prefix + r) for r in iter_records(data.records) if r.offset >= position
+            ]
+            if fresh:
+                self._buffer.append((tp, fresh))
+                self._buffered += len(fresh)
+                position = fresh[-1].offset + 1
                 got = True
             self._positions[tp] = position
         if got and self.on_records is not None:

@@ -1,0 +1,40 @@
+"""Controls by name: bad input is refused where it arrives, with a named error, before any engine work."""
+
+from __future__ import annotations
+
+import pytest
+
+from lab.engine.errors import IllegalArgument
+from lab.runtime.actions import PARSERS, plan
+
+
+@pytest.mark.parametrize(
+    ("name", "params", "match"),
+    [
+        ("kill", {}, "broker is required"),
+        ("kill", {"broker": "0"}, "broker must be between 1 and 12, not 0"),
+        ("isolate", {"broker": "1", "from": "moon"}, "from must be one of zookeeper, brokers, not 'moon'"),
+        ("slow", {"broker": "1", "ms": "-5"}, "ms must be between 1 and 60000, not -5"),
+        ("produce", {"topic": "", "count": "1"}, "topic is required"),
+        ("produce", {"topic": "t", "acks": "2"}, "acks must be one of 0, 1, all, not '2'"),
+        ("produce", {"topic": "t", "key": "k" * 101}, "key is longer than 100 characters"),
+        ("topic-create", {"name": "t", "partitions": "0"}, "partitions must be between 1 and 24, not 0"),
+        ("client-producer", {"topic": "t", "rate": "fast"}, "rate must be a number, not 'fast'"),
+        ("client-consumer", {"group": "g", "topics": "t", "name": "a b"}, "a client name uses letters"),
+        ("clock-step", {}, "step either some events or some ms"),
+        ("clock-step", {"events": "1", "ms": "5"}, "step either some events or some ms"),
+        ("clock-speed", {"rate": "0"}, "the clock runs at 0.1x to 10x, not 0x"),
+        ("launch", {}, "there is no control named 'launch'"),
+    ],
+)
+def test_bad_parameters_are_refused_by_name(name: str, params: dict, match: str) -> None:
+    with pytest.raises(IllegalArgument, match=match):
+        plan(name, params)
+
+
+def test_every_control_the_pages_offer_is_known() -> None:
+    offered = {"kill", "restart", "pause", "resume", "slow", "isolate", "heal", "shutdown", "produce",
+               "topic-create", "client-producer", "client-consumer", "client-stop", "client-crash",
+               "client-remove", "clock-pause", "clock-resume", "clock-step", "clock-speed", "clock-reset"}
+    assert set(PARSERS) == offered
+    assert callable(plan("kill", {"broker": "3"}))

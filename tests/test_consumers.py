@@ -1,0 +1,92 @@
+"""The lab's websocket: who may watch, the full state on connect, then only what changed."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from asgiref.sync import async_to_sync
+from channels.testing import WebsocketCommunicator
+from django.test import Client
+from pytest_django.fixtures import Settings
+
+from lab.asgi import application
+from lab.consumers import NOT_LOGGED_IN, NOT_YOURS
+from lab.labs import live_of
+from tests.labhelpers import make_lab, make_user
+
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("stop_labs")]
+
+
+def _headers(client: Client | None) -> list[tuple[bytes, bytes]]:
+    headers = [(b"origin", b"http://127.0.0.1"), (b"host", b"127.0.0.1")]
+    if client is not None:
+        headers.append((b"cookie", f"sessionid={client.cookies['sessionid'].value}".encode()))
+    return headers
+
+
+def _logged_in(name: str) -> tuple[Client, object]:
+    user = make_user(name)
+    client = Client()
+    client.force_login(user)  # type: ignore[arg-type]
+    return client, user
+
+
+async def _refused(path: str, headers: list[tuple[bytes, bytes]]) -> tuple[bool, int | None]:
+    communicator = WebsocketCommunicator(application, path, headers=headers)
+    connected, code = await communicator.connect()
+    await communicator.disconnect()
+    return connected, code
+
+
+def test_anonymous_and_other_people_are_refused(settings: Settings) -> None:
+    settings.LAB_ZOOKEEPER = ""
+    owner_client, owner = _logged_in("ada")
+    lab = make_lab(owner)
+    other_client, _ = _logged_in("grace")
+    path = f"/ws/labs/{lab.slug}/"
+    assert async_to_sync(_refused)(path, _headers(None)) == (False, NOT_LOGGED_IN)
+    assert async_to_sync(_refused)(path, _headers(other_client)) == (False, NOT_YOURS)
+    assert async_to_sync(_refused)("/ws/labs/nobody/", _headers(owner_client)) == (False, NOT_YOURS)
+
+
+def test_the_owner_gets_the_full_state_then_a_partial_after_a_change(settings: Settings) -> None:
+    settings.LAB_ZOOKEEPER = ""
+    client, owner = _logged_in("ada")
+    lab = make_lab(owner)
+    live = live_of(lab)
+    live.ready.result(30)
+    live.wait_for_frame(lambda f: "plog:orders" in f.views)
+
+    async def watch() -> tuple[str, str]:
+        communicator = WebsocketCommunicator(application, f"/ws/labs/{lab.slug}/", headers=_headers(client))
+        connected, _ = await communicator.connect()
+        assert connected
+        full = await communicator.receive_from(timeout=10)
+        await _kill_broker_2()
+        partial = ""
+        for _ in range(50):  # frames keep coming while the clock runs; find the one with the kill
+            partial = await communicator.receive_from(timeout=10)
+            if 'data-state="killed"' in partial:
+                break
+        await communicator.disconnect()
+        return full, partial
+
+    async def _kill_broker_2() -> None:
+        import asyncio
+
+        await asyncio.wrap_future(live.act("kill", {"broker": "2"}))
+
+    full, partial = async_to_sync(watch)()
+    # The full state: every fragment, each out-of-band, so htmx swaps them in by id.
+    for dom_id in ("lab-status", "clock-time", "clock-controls", "cluster-map", "plogs", "plog-orders", "groups",
+                   "clients", "zookeeper", "timeline", "charts", "lab-frame"):
+        assert f'id="{dom_id}" hx-swap-oob="true"' in full, dom_id
+    # The partial: the map changed (broker 2 killed); the status did not, so it is not resent.
+    assert 'id="cluster-map" hx-swap-oob="true"' in partial
+    assert 'id="broker-2" class="broker state-killed" data-state="killed"' in partial
+    assert 'id="lab-status"' not in partial
+    assert 'id="lab-frame" hx-swap-oob="true"' in partial
+    frames = [int(n) for n in re.findall(r'data-frame="(\d+)"', full + partial)]
+    assert frames == sorted(frames) and frames[-1] > frames[0]
+    assert live.subscribers == 0  # the page left

@@ -1,0 +1,137 @@
+"""Rows to runtime: creating labs, choosing the store, the demo user and lab, restoring after a restart."""
+
+from __future__ import annotations
+
+import stat
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+from pytest_django.fixtures import Settings as SettingsWrapper
+
+from lab import labs
+from lab.engine.errors import IllegalArgument, InvalidConfig
+from lab.models import Lab
+from lab.runtime.manager import runtime
+from lab.visuals.frame import plog_key
+from lab.zookeeper_server import free_port
+from tests.labhelpers import make_lab, make_user
+
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("stop_labs")]
+
+
+def test_a_new_lab_gets_its_own_slug_data_dir_and_chroot() -> None:
+    owner = make_user()
+    first = labs.create_lab(owner, "Failover drill", brokers=3, config={"zookeeper.session.timeout.ms": "1500"})
+    second = labs.create_lab(owner, "Failover drill")
+    assert (first.slug, second.slug) == ("failover-drill", "failover-drill-2")
+    assert first.data_dir == str(Path(settings.LAB_DATA_DIR) / "labs" / "failover-drill")
+    assert first.zookeeper_chroot == "/kafka-lab/failover-drill"
+    assert first.settings["config"] == {"zookeeper.session.timeout.ms": "1500"}
+
+
+@pytest.mark.parametrize(
+    ("name", "kw", "error"),
+    [
+        ("", {}, IllegalArgument),
+        ("x", {"brokers": 0}, IllegalArgument),
+        ("x", {"config": {"zookeeper.session.timeout.ms": "10"}}, InvalidConfig),
+        ("x", {"config": {"no.such.key": "1"}}, InvalidConfig),
+    ],
+)
+def test_a_bad_lab_is_refused_and_nothing_is_created(name: str, kw: dict, error: type) -> None:
+    with pytest.raises(error):
+        labs.create_lab(make_user(), name, **kw)
+    assert Lab.objects.count() == 0
+
+
+def test_without_zookeeper_labs_use_the_memory_store_and_say_how_to_get_it(settings: SettingsWrapper) -> None:
+    settings.LAB_ZOOKEEPER = ""
+    store = labs.store_for_labs()
+    assert store.zookeeper is None and "apt-get install -y zookeeper" in store.fallback_reason
+    settings.LAB_ZOOKEEPER = f"127.0.0.1:{free_port()}"
+    store = labs.store_for_labs()
+    assert store.zookeeper is None and "does not answer" in store.fallback_reason
+
+
+@pytest.mark.zookeeper
+def test_with_zookeeper_answering_labs_use_it(settings: SettingsWrapper, zookeeper: str) -> None:
+    settings.LAB_ZOOKEEPER = zookeeper
+    assert labs.store_for_labs() == labs.Store(zookeeper=zookeeper, fallback_reason="")
+
+
+def test_the_demo_user_gets_a_generated_password_kept_in_the_data_dir(settings: SettingsWrapper, tmp_path: Path) -> None:
+    settings.LAB_DATA_DIR = tmp_path
+    user, password = labs.ensure_demo_user()
+    path = tmp_path / "demo-password"
+    assert path.read_text().strip() == password and len(password) >= 16
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert user.check_password(password)
+    assert labs.ensure_demo_user() == (user, password)  # a second start keeps it
+    path.unlink()
+    _, new = labs.ensure_demo_user()  # a lost file: a new password, saved again
+    assert new != password and path.read_text().strip() == new
+
+
+def test_the_demo_lab_has_orders_a_producer_and_a_consumer_group() -> None:
+    owner = make_user("demo")
+    demo = labs.ensure_demo_lab(owner)
+    assert labs.ensure_demo_lab(owner) == demo
+    spec = labs.spec_of(demo)
+    assert (demo.slug, spec.brokers) == ("demo", 3)
+    assert [(t.name, t.partitions, t.replication_factor) for t in spec.topics] == [("orders", 3, 3)]
+    assert {(c.kind, c.group) for c in spec.clients} == {("producer", ""), ("consumer", "billing")}
+
+
+def test_live_of_starts_a_lab_once_and_renders_its_fragments(settings: SettingsWrapper) -> None:
+    settings.LAB_ZOOKEEPER = ""
+    lab = make_lab(make_user())
+    live = labs.live_of(lab)
+    assert labs.live_of(lab) is live and runtime.get(lab.slug) is live
+    live.ready.result(30)
+    frame = live.wait_for_frame(lambda f: plog_key("orders") in f.views)
+    html = live.render_full(frame)
+    for dom_id in ("lab-status", "clock-time", "cluster-map", "plogs", "plog-orders", "groups", "zookeeper",
+                   "timeline", "charts", "lab-frame"):
+        assert f'id="{dom_id}" hx-swap-oob="true"' in html, dom_id
+    assert "In-memory metadata: ZooKeeper is not running." in html
+    assert "apt-get install -y zookeeper" in html
+
+
+def test_runtime_changes_are_saved_to_the_row(settings: SettingsWrapper) -> None:
+    settings.LAB_ZOOKEEPER = ""
+    lab = make_lab(make_user())
+    live = labs.live_of(lab)
+    live.ready.result(30)
+    live.act("clock-speed", {"rate": "0.5"}).result(10)
+    labs.save_spec(lab, live.spec)
+    assert Lab.objects.get(pk=lab.pk).settings["rate"] == 0.5
+
+
+@pytest.mark.zookeeper
+def test_a_lab_comes_back_from_its_row_with_its_data(settings: SettingsWrapper, zookeeper: str) -> None:
+    settings.LAB_ZOOKEEPER = zookeeper
+    lab = make_lab(make_user(), "Restore me")
+    live = labs.live_of(lab)
+    live.ready.result(60)
+    assert live.store == "zookeeper"
+    assert live.act("produce", {"topic": "orders", "count": "7", "key": "k", "acks": "all"}).result(30).startswith(
+        "7 of 7"
+    )
+    runtime.stop_all()  # the server stops
+
+    again = labs.live_of(Lab.objects.get(pk=lab.pk))  # ...and starts
+    assert again is not live
+    again.ready.result(60)
+
+    def leo(frame: object) -> int:
+        log = frame.views.get(plog_key("orders"))  # type: ignore[attr-defined]
+        return -1 if log is None else sum(max(r.log_end_offset for r in p.replicas) for p in log.partitions)
+
+    again.wait_for_frame(lambda f: leo(f) == 7, 30)
+    runtime.stop_all()
+    from lab.engine.metadata.zookeeper import ZooKeeperStore
+
+    store = ZooKeeperStore(zookeeper, chroot=lab.zookeeper_chroot)
+    store.delete_chroot()
+    store.close()
