@@ -48,7 +48,8 @@ def _load(cluster: Cluster, topic: str, partitions: int, batches: int, batch: by
         assert leader is not None
 
         def answered(response: object, tp: TopicPartition = tp) -> None:
-            assert isinstance(response, ProduceResponse) and response.partitions[tp].error is None, response
+            assert isinstance(response, ProduceResponse), response
+            assert response.partitions[tp].error is None, response
             done[0] += 1
 
         endpoint.request(

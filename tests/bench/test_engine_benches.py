@@ -21,7 +21,9 @@ def test_replicate_and_ack_latency(capsys: pytest.CaptureFixture[str]) -> None:
     replicate.main(quick=True)
     lines = _lines(capsys)
     rep = lines["replicate"][0]
-    assert rep["records"] == 100_000 and rep["acks"] == "all" and rep["replication_factor"] == 3
+    assert rep["records"] == 100_000
+    assert rep["acks"] == "all"
+    assert rep["replication_factor"] == 3
     assert rep["baseline"] == "raw_append_three_files"
     assert all(
         isinstance(rep[k], int | float) and rep[k] > 0
@@ -38,15 +40,18 @@ def test_failover_on_a_real_zookeeper(
     monkeypatch.setenv("LAB_ZOOKEEPER", zookeeper)
     failover.main(quick=True)
     figure = _lines(capsys)["failover"][0]
-    assert figure["partitions"] == 100 and figure["store"] == "zookeeper"
-    assert figure["failover_ms"] > 0 and figure["baseline_ms"] > 0
+    assert figure["partitions"] == 100
+    assert figure["store"] == "zookeeper"
+    assert figure["failover_ms"] > 0
+    assert figure["baseline_ms"] > 0
 
 
 def test_consume_and_rebalance(capsys: pytest.CaptureFixture[str]) -> None:
     consume.main(quick=True)
     lines = _lines(capsys)
     figure = lines["consume"][0]
-    assert figure["records"] == 120_000 and figure["consumers"] == 3
+    assert figure["records"] == 120_000
+    assert figure["consumers"] == 3
     assert figure["ratio_vs_decode"] > 0
     by_assignor = {f["assignor"]: f for f in lines["rebalance"]}
     assert (
