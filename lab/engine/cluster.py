@@ -326,6 +326,11 @@ class Cluster:
         children = self.wait(admin.get_children(paths.BROKER_IDS), what="the live brokers")
         return sorted(int(c) for c in children if c.isdigit())
 
+    def partition_count(self, topic: str) -> int:
+        """How many partitions ``topic`` has (UnknownTopicOrPartition if none)."""
+        assignment, _ = self._assignment(topic)
+        return len(assignment.partitions)
+
     def topics(self) -> list[str]:
         admin = self._admin_session()
         try:

@@ -9,6 +9,7 @@ lab's own knobs and say so.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
@@ -47,6 +48,12 @@ class ConfigKey:
                 raise InvalidConfig(
                     f"Invalid value {text!r} for configuration {self.name}: not a number"
                 ) from None
+            # Kafka's INT is 32 bits and its LONG 64: a value beyond them is not a number of that type.
+            bits = 31 if self.kind == "int" else 63
+            if not -(2**bits) <= value < 2**bits:
+                raise InvalidConfig(
+                    f"Invalid value {text!r} for configuration {self.name}: not a number of type {self.kind.upper()}"
+                )
         elif self.kind == "double":
             try:
                 value = float(text)
@@ -54,6 +61,8 @@ class ConfigKey:
                 raise InvalidConfig(
                     f"Invalid value {text!r} for configuration {self.name}: not a number"
                 ) from None
+            if not math.isfinite(value):  # nan passes every comparison with a bound
+                raise InvalidConfig(f"Invalid value {text!r} for configuration {self.name}: not a number")
         elif self.kind == "bool":
             if text.lower() not in ("true", "false"):
                 raise InvalidConfig(

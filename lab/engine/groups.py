@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from lab.engine.assignment import place_replicas
+from lab.engine.assignment import EAGER, place_replicas
 from lab.engine.errors import KafkaError
 from lab.engine.ids import BrokerId, TopicPartition
 from lab.engine.metadata import paths
@@ -680,11 +680,14 @@ class GroupCoordinator:
         parts = []
         revoked: dict[str, list[list[Any]]] = {}
         received: dict[str, list[list[Any]]] = {}
+        # Eager assignors make every member give up everything before it rejoins; cooperative
+        # ones give up only what moves.
+        eager = group.protocol in EAGER
         for mid in sorted(set(before) | set(assigned)):
             old = set(before.get(mid, []))
             new = set(assigned.get(mid, []))
-            gave = sorted(old - new)
-            got = sorted(new - old)
+            gave = sorted(old) if eager else sorted(old - new)
+            got = sorted(new) if eager else sorted(new - old)
             revoked[mid] = [[tp.topic, tp.partition] for tp in gave]
             received[mid] = [[tp.topic, tp.partition] for tp in got]
             name = group.members[mid].client_id if mid in group.members else mid
@@ -697,9 +700,10 @@ class GroupCoordinator:
             if gave:
                 bits.append(f"gave up {_tps(gave)}")
             parts.append(f"{name} " + ", ".join(bits))
+        how = "eager: everyone gave up everything first" if eager else "cooperative: only what moves was given up"
         self.journal(
             "rebalance",
-            f"group {group.group_id} generation {group.generation} ({group.protocol}; {group.reason}): "
+            f"group {group.group_id} generation {group.generation} ({group.protocol}, {how}; {group.reason}): "
             + "; ".join(parts),
             group.group_id,
             generation=group.generation,

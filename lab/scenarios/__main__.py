@@ -1,0 +1,5 @@
+import sys
+
+from lab.scenarios.cli import main
+
+sys.exit(main())

@@ -1,0 +1,504 @@
+"""Running a scenario against a cluster, one step at a time, whatever drives the clock.
+
+``ScenarioRun.advance()`` runs steps until one needs time to pass (a wait, a produce waiting for
+its answers, a wait_until) and returns the virtual time at which to call it again; ``None`` once
+the scenario is over. The command line and the API drive a memory-store cluster with
+``run_to_end``; the live dashboard calls ``advance`` from its driver thread each frame, so a
+scenario plays, pauses and steps with the lab's clock.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lab.engine.clients import ConsumerRecord, Producer, RecordMetadata
+from lab.engine.cluster import Cluster
+from lab.engine.errors import KafkaError
+from lab.engine.ids import TopicPartition
+from lab.engine.tasks import Pending
+from lab.scenarios.format import Scenario, Step
+
+POLL_MS = 50  # how often a waiting step looks again, in virtual ms
+
+
+@dataclass(slots=True)
+class Check:
+    what: str
+    expected: Any
+    actual: Any
+    ok: bool
+
+
+@dataclass(slots=True)
+class StepResult:
+    index: int
+    line: int
+    label: str
+    ok: bool
+    detail: str = ""
+    checks: list[Check] = field(default_factory=list)
+    time_ms: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "index": self.index,
+            "line": self.line,
+            "label": self.label,
+            "ok": self.ok,
+            "detail": self.detail,
+            "time_ms": self.time_ms,
+            "checks": [
+                {"what": c.what, "expected": c.expected, "actual": c.actual, "ok": c.ok} for c in self.checks
+            ],
+        }
+
+
+@dataclass(slots=True)
+class _Waiting:
+    due_ms: int
+    poll: Callable[[], bool] | None = None  # True once done; None: done at due_ms
+    deadline_ms: int | None = None
+    on_timeout: Callable[[], str] | None = None
+    succeed_on_timeout: bool = False
+
+
+class ScenarioRun:
+    def __init__(self, scenario: Scenario, cluster: Cluster) -> None:
+        self.scenario = scenario
+        self.cluster = cluster
+        self.index = 0
+        self.results: list[StepResult] = []
+        self.producers: dict[str, Producer] = {}
+        self.sent: dict[str, list[Pending[RecordMetadata]]] = {}
+        self.consumed: dict[str, list[ConsumerRecord]] = {}
+        self.readers: dict[str, Any] = {}
+        self.start_seq = cluster.journal.last_seq
+        self._waiting: _Waiting | None = None
+        self._current: StepResult | None = None
+
+    # ------------------------------------------------------------------ progress
+
+    @property
+    def done(self) -> bool:
+        return self.index >= len(self.scenario.steps) and self._waiting is None
+
+    @property
+    def passed(self) -> bool:
+        return self.done and all(r.ok for r in self.results)
+
+    @property
+    def status(self) -> str:
+        if not self.done:
+            return "running"
+        return "passed" if self.passed else "failed"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "scenario": self.scenario.slug,
+            "name": self.scenario.name,
+            "status": self.status,
+            "step": self.index,
+            "steps": len(self.scenario.steps),
+            "results": [r.to_dict() for r in self.results],
+        }
+
+    # ------------------------------------------------------------------ the loop
+
+    def advance(self) -> int | None:
+        """Run what is due now; the virtual time to come back, or None when the scenario is over."""
+        now = self.cluster.now_ms
+        while True:
+            if self._waiting is not None:
+                waiting = self._waiting
+                if waiting.poll is None:
+                    if now < waiting.due_ms:
+                        return waiting.due_ms
+                    self._finish(True)
+                elif waiting.poll():
+                    self._finish(True)
+                elif waiting.deadline_ms is not None and now >= waiting.deadline_ms:
+                    self._finish(
+                        waiting.succeed_on_timeout,
+                        waiting.on_timeout() if waiting.on_timeout else "timed out",
+                    )
+                else:
+                    return now + POLL_MS
+            if self.index >= len(self.scenario.steps):
+                return None
+            step = self.scenario.steps[self.index]
+            self._current = StepResult(
+                index=self.index, line=step.line, label=step.label, ok=True, time_ms=now
+            )
+            self.index += 1
+            try:
+                getattr(self, f"_do_{step.kind}")(step)
+            except KafkaError as exc:
+                self._finish(False, str(exc))
+                continue
+            if self._waiting is None:
+                self._finish(self._current.ok)
+
+    def condition(self) -> Callable[[], bool] | None:
+        """What the waiting step waits for, if it waits for a condition (not just time)."""
+        return None if self._waiting is None else self._waiting.poll
+
+    def deadline(self) -> int:
+        waiting = self._waiting
+        if waiting is None:
+            return self.cluster.now_ms
+        return waiting.deadline_ms if waiting.deadline_ms is not None else waiting.due_ms
+
+    def _finish(self, ok: bool, detail: str = "") -> None:
+        result = self._current
+        self._waiting = None
+        self._current = None
+        if result is None:
+            return
+        result.ok = ok and all(c.ok for c in result.checks)
+        if detail:
+            result.detail = detail if not result.detail else f"{result.detail}; {detail}"
+        self.results.append(result)
+
+    def _wait(self, ms: int) -> None:
+        self._waiting = _Waiting(due_ms=self.cluster.now_ms + ms)
+
+    def _wait_for(
+        self,
+        poll: Callable[[], bool],
+        timeout_ms: int,
+        on_timeout: Callable[[], str],
+        *,
+        succeed_on_timeout: bool = False,
+    ) -> None:
+        now = self.cluster.now_ms
+        self._waiting = _Waiting(
+            due_ms=now,
+            poll=poll,
+            deadline_ms=now + timeout_ms,
+            on_timeout=on_timeout,
+            succeed_on_timeout=succeed_on_timeout,
+        )
+
+    # ------------------------------------------------------------------ steps
+
+    def _do_note(self, step: Step) -> None:
+        """Narration for the people watching: its label is the text."""
+
+    def _do_create_topic(self, step: Step) -> None:
+        a = step.args
+        assignment = a.get("assignment")
+        if assignment is not None:
+            self.cluster.create_topic(
+                a["name"], config=a.get("config"), assignment={int(p): list(r) for p, r in assignment.items()}
+            )
+        else:
+            self.cluster.create_topic(
+                a["name"],
+                partitions=a.get("partitions", 1),
+                replication_factor=a.get("replication_factor", 1),
+                config=a.get("config"),
+            )
+
+    def _do_delete_topic(self, step: Step) -> None:
+        self.cluster.delete_topic(step.args["name"])
+
+    def _do_add_partitions(self, step: Step) -> None:
+        self.cluster.create_partitions(step.args["topic"], step.args["total"])
+
+    def _do_set_config(self, step: Step) -> None:
+        self.cluster.alter_topic_config(step.args["topic"], step.args["config"])
+
+    def _do_produce(self, step: Step) -> None:
+        a = step.args
+        acks = a.get("acks", "all")
+        name = a.get("producer") or f"scenario-acks-{acks}"
+        producer = self.producers.get(name)
+        if producer is None:
+            settings = {
+                k: a[k]
+                for k in ("retries", "request_timeout_ms", "delivery_timeout_ms", "linger_ms")
+                if k in a
+            }
+            producer = self.cluster.producer(
+                acks, client_id=name if name not in self.cluster.clients else None, **settings
+            )
+            self.producers[name] = producer
+        futures = self.sent.setdefault(name, [])
+        mine: list[Pending[RecordMetadata]] = []
+        template = a.get("value", "{producer}-{i}")
+        for _ in range(a.get("count", 1)):
+            i = len(futures)
+            value = template.format(i=i, producer=name)
+            key = a.get("key")
+            future = producer.send(
+                a["topic"],
+                value,
+                key=None if key is None else key.format(i=i),
+                partition=a.get("partition"),
+                timestamp=a.get("timestamp"),
+            )
+            futures.append(future)
+            mine.append(future)
+        if not a.get("wait", True):
+            return
+
+        def answered() -> bool:
+            return all(f.done() for f in mine)
+
+        def summary() -> str:
+            acked = sum(1 for f in mine if f.done() and f.exception() is None)
+            failed = [f.exception() for f in mine if f.done() and f.exception() is not None]
+            names = sorted({getattr(e, "name", type(e).__name__) for e in failed})
+            return f"{acked} acknowledged, {len(failed)} failed" + (f" ({', '.join(names)})" if names else "")
+
+        def check() -> bool:
+            if not answered():
+                return False
+            assert self._current is not None
+            self._current.detail = summary()
+            return True
+
+        self._wait_for(check, 180_000, lambda: "still waiting for answers: " + summary())
+
+    def _do_consume(self, step: Step) -> None:
+        a = step.args
+        topic = a["topic"]
+        name = a.get("as", "consumed")
+        consumer = self.cluster.consumer()
+        self.readers[name] = consumer
+        if "partition" in a:
+            tps = [TopicPartition(topic, a["partition"])]
+        else:
+            tps = [TopicPartition(topic, p) for p in range(self.cluster.partition_count(topic))]
+        consumer.assign(tps)
+        start = a.get("from", "earliest")
+        for tp in tps:
+            if start == "earliest":
+                consumer.seek_to_beginning(tp.topic, tp.partition)
+            elif start == "latest":
+                consumer.seek_to_end(tp.topic, tp.partition)
+            else:
+                consumer.seek(tp.topic, tp.partition, int(start))
+        got = self.consumed.setdefault(name, [])
+        got.clear()
+        wanted = a.get("count")
+        timeout = a.get("timeout_ms", 3000)
+
+        def poll() -> bool:
+            got.extend(consumer.take(10_000))
+            return wanted is not None and len(got) >= wanted
+
+        def summary() -> str:
+            if wanted is None:
+                return f"read {len(got)} record(s) in {timeout} ms"
+            return f"read {len(got)} of {wanted} record(s) within timeout_ms={timeout}"
+
+        # Without a count, read for the whole timeout and pass; with one, fail if it does not come.
+        self._wait_for(poll, timeout, summary, succeed_on_timeout=wanted is None)
+
+    def _do_seek(self, step: Step) -> None:
+        a = step.args
+        consumer = self.readers.get(a["as"])
+        if consumer is None:
+            raise KafkaError(f"no consumer named {a['as']!r} in this scenario")
+        tp = TopicPartition.parse(a["partition"])
+        consumer.seek(tp.topic, tp.partition, a["offset"])
+        self.consumed[a["as"]] = []
+
+    def _do_read(self, step: Step) -> None:
+        """Read on with a consumer from an earlier consume step (after a seek, say)."""
+        a = step.args
+        consumer = self.readers.get(a["as"])
+        if consumer is None:
+            raise KafkaError(f"no consumer named {a['as']!r} in this scenario (a consume step makes one)")
+        got = self.consumed.setdefault(a["as"], [])
+        wanted = len(got) + a["count"]
+
+        def poll() -> bool:
+            got.extend(consumer.take(10_000))
+            return len(got) >= wanted
+
+        self._wait_for(
+            poll, a.get("timeout_ms", 3000), lambda: f"read {len(got)} of {wanted} record(s) in time"
+        )
+
+    def _do_kill(self, step: Step) -> None:
+        self.cluster.kill_broker(step.args["broker"], lose_unflushed=step.args.get("lose_unflushed", False))
+
+    def _do_restart(self, step: Step) -> None:
+        self.cluster.restart_broker(step.args["broker"])
+
+    def _do_pause(self, step: Step) -> None:
+        self.cluster.pause_broker(step.args["broker"])
+
+    def _do_resume(self, step: Step) -> None:
+        self.cluster.resume_broker(step.args["broker"])
+
+    def _do_heal(self, step: Step) -> None:
+        self.cluster.heal(step.args["broker"])
+
+    def _do_controlled_shutdown(self, step: Step) -> None:
+        broker = step.args["broker"]
+        self.cluster.controlled_shutdown(broker, wait=False)
+        self._wait_for(
+            lambda: not self.cluster.brokers[broker].alive,
+            60_000,
+            lambda: f"broker {broker} did not shut down",
+        )
+
+    def _do_isolate(self, step: Step) -> None:
+        self.cluster.isolate_broker(step.args["broker"], from_=step.args.get("from", "zookeeper"))
+
+    def _do_slow(self, step: Step) -> None:
+        self.cluster.slow_broker(step.args["broker"], step.args.get("delay_ms", 2000))
+
+    def _do_wait(self, step: Step) -> None:
+        self._wait(step.args["ms"])
+
+    def _do_lose_ack(self, step: Step) -> None:
+        client = step.args["client"]
+        if client in self.producers:
+            client = self.producers[client].client_id
+        self.cluster.lose_next_ack(client, step.args.get("count", 1))
+
+    def _do_add_producer(self, step: Step) -> None:
+        a = step.args
+        self.cluster.simulated_producer(
+            a["topic"],
+            rate_per_s=a.get("rate", 10),
+            keys=a.get("keys", 10) or None,
+            acks=a.get("acks", "all"),
+            name=a.get("name"),
+        )
+
+    def _do_stop_producer(self, step: Step) -> None:
+        sim = self.cluster.simulated.get(step.args["name"])
+        if sim is None:
+            raise KafkaError(f"no simulated client named {step.args['name']!r}")
+        sim.stop()
+
+    def _do_add_consumer(self, step: Step) -> None:
+        a = step.args
+        config: dict[str, object] = {}
+        if "assignor" in a:
+            config["partition_assignment_strategy"] = a["assignor"]
+        for key in (
+            "session_timeout_ms",
+            "heartbeat_interval_ms",
+            "max_poll_interval_ms",
+            "group_instance_id",
+        ):
+            if key in a:
+                config[key] = a[key]
+        self.cluster.simulated_consumer(
+            a["group"], a["topics"], processing_ms=a.get("processing_ms", 10), name=a.get("name"), **config
+        )
+
+    def _sim(self, name: str) -> Any:
+        sim = self.cluster.simulated.get(name)
+        if sim is None:
+            raise KafkaError(f"no simulated client named {name!r}")
+        return sim
+
+    def _do_stop_consumer(self, step: Step) -> None:
+        self._sim(step.args["name"]).stop()
+
+    def _do_crash_consumer(self, step: Step) -> None:
+        self._sim(step.args["name"]).crash()
+
+    def _do_reassign(self, step: Step) -> None:
+        tp = TopicPartition.parse(step.args["partition"])
+        self.cluster.reassign_partitions({(tp.topic, tp.partition): step.args["replicas"]}, wait=False)
+
+    def _do_elect_preferred(self, step: Step) -> None:
+        names = step.args.get("partitions")
+        parts = (
+            None if names is None else [(tp.topic, tp.partition) for tp in map(TopicPartition.parse, names)]
+        )
+        self.cluster.elect_preferred_leaders(parts, wait=False)
+
+    def _do_expect(self, step: Step) -> None:
+        assert self._current is not None
+        self._current.checks = self.check(dict(step.args))
+        self._current.ok = all(c.ok for c in self._current.checks)
+
+    def _do_wait_until(self, step: Step) -> None:
+        args = {k: v for k, v in step.args.items() if k != "timeout_ms"}
+        timeout = step.args.get("timeout_ms", 30_000)
+
+        def poll() -> bool:
+            checks = self.check(args)
+            assert self._current is not None
+            self._current.checks = checks
+            return all(c.ok for c in checks)
+
+        def timed_out() -> str:
+            return f"not true within {timeout} ms"
+
+        self._wait_for(poll, timeout, timed_out)
+
+    # ------------------------------------------------------------------ expectations
+
+    def check(self, args: dict[str, Any]) -> list[Check]:
+        from lab.scenarios.expect import evaluate
+
+        return evaluate(self, args)
+
+
+@dataclass(slots=True)
+class Report:
+    scenario: Scenario
+    run: ScenarioRun
+    time_ms: int
+
+    @property
+    def passed(self) -> bool:
+        return self.run.passed
+
+
+def run_to_end(
+    scenario: Scenario,
+    *,
+    data_dir: str | Path | None = None,
+    progress: Callable[[ScenarioRun], None] | None = None,
+    max_virtual_ms: int = 3_600_000,
+) -> Report:
+    """Run a scenario on a fresh memory-store cluster, in virtual time, to the end."""
+    with contextlib.ExitStack() as stack:
+        if data_dir is None:
+            data_dir = stack.enter_context(tempfile.TemporaryDirectory(prefix="kafka-lab-scenario-"))
+        cluster = Cluster.create(
+            brokers=scenario.cluster.brokers,
+            seed=scenario.cluster.seed,
+            config=dict(scenario.cluster.config),
+            data_dir=data_dir,
+            name=scenario.slug,
+        )
+        stack.callback(cluster.close)
+        run = ScenarioRun(scenario, cluster)
+        while True:
+            seen = len(run.results)
+            due = run.advance()
+            if progress is not None and len(run.results) != seen:
+                progress(run)
+            if due is None:
+                break
+            if cluster.now_ms > max_virtual_ms:
+                run._current = run._current or StepResult(
+                    index=run.index, line=0, label="(time limit)", ok=False
+                )
+                run._finish(False, f"the scenario ran past {max_virtual_ms} ms of virtual time")
+                run.index = len(scenario.steps)
+                break
+            condition = run.condition()
+            if condition is None:
+                cluster.run_until(due)
+            else:
+                # Check after every event, so the next step runs at the very instant it becomes true.
+                cluster.run_until_true(condition, max(0, run.deadline() - cluster.now_ms))
+        return Report(scenario=scenario, run=run, time_ms=cluster.now_ms)
