@@ -106,9 +106,9 @@ def bench_consume(records: int) -> dict[str, Any]:
         start = time.perf_counter()
         decoded = 0
         for path in paths:
-            for r in iter_records(path.read_bytes()):
+            for rec in iter_records(path.read_bytes()):
                 decoded += 1
-                _ = r.value
+                _ = rec.value
         raw_decode = time.perf_counter() - start
     ours = read / elapsed
     baseline = records / raw
@@ -134,12 +134,12 @@ def bench_rebalance(strategy: str) -> dict[str, Any]:
         cluster = Cluster.create(brokers=3, seed=1, config=FAST, data_dir=Path(tmp))
         try:
             cluster.create_topic("bench", partitions=100, replication_factor=3)
-            config = {
+            config: dict[str, Any] = {
                 "partition_assignment_strategy": strategy,
                 "session_timeout_ms": 10_000,
                 "heartbeat_interval_ms": 1000,
             }
-            members = [cluster.consumer(group_id="bench", **config) for _ in range(10)]
+            members: list[GroupConsumer] = [cluster.consumer("bench", **config) for _ in range(10)]
             for member in members:
                 assert isinstance(member, GroupConsumer)
                 member.subscribe(["bench"])

@@ -15,7 +15,7 @@ import shutil
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 from lab.engine import errors
 from lab.engine.assignment import place_replicas
@@ -53,6 +53,7 @@ from lab.engine.storage.config import LogConfig
 from lab.engine.tasks import Pending
 
 if TYPE_CHECKING:
+    from lab.engine.membership import GroupConsumer
     from lab.engine.simclients import SimulatedConsumer, SimulatedProducer
 
 LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
@@ -594,9 +595,14 @@ class Cluster:
         self.clients[producer.client_id] = producer
         return producer
 
-    def consumer(
-        self, group_id: str | None = None, *, client_id: str | None = None, **config: object
-    ) -> Consumer:
+    @overload
+    def consumer(self, group_id: str, *, client_id: str | None = None, **config: object) -> GroupConsumer: ...
+
+    @overload
+    def consumer(self, group_id: None = None, *, client_id: str | None = None, **config: object) -> Consumer: ...
+
+    def consumer(self, group_id: str | None = None, *, client_id: str | None = None, **config: object) -> Consumer:
+        """A consumer; with a ``group_id``, a member of that group (subscribe, commit)."""
         settings = {k.replace("_", "."): v for k, v in config.items()}
         if group_id is not None:
             settings["group.id"] = group_id
