@@ -461,6 +461,46 @@ class Report:
         return self.run.passed
 
 
+def drive(
+    run: ScenarioRun,
+    *,
+    progress: Callable[[ScenarioRun], None] | None = None,
+    max_virtual_ms: int = 3_600_000,
+) -> None:
+    """Run a scenario to its end on a cluster whose clock the caller owns (the memory store)."""
+    cluster = run.cluster
+    limit = cluster.now_ms + max_virtual_ms
+    while True:
+        seen = len(run.results)
+        due = run.advance()
+        if progress is not None and len(run.results) != seen:
+            progress(run)
+        if due is None:
+            return
+        if cluster.now_ms > limit:
+            run._current = run._current or StepResult(index=run.index, line=0, label="(time limit)", ok=False)
+            run._finish(False, f"the scenario ran past {max_virtual_ms} ms of virtual time")
+            run.index = len(run.scenario.steps)
+            return
+        condition = run.condition()
+        if condition is None:
+            cluster.run_until(due)
+        else:
+            # Check after every event, so the next step runs at the very instant it becomes true.
+            cluster.run_until_true(condition, max(0, run.deadline() - cluster.now_ms))
+
+
+def cluster_for(scenario: Scenario, data_dir: str | Path) -> Cluster:
+    """A fresh memory-store cluster with the scenario's settings."""
+    return Cluster.create(
+        brokers=scenario.cluster.brokers,
+        seed=scenario.cluster.seed,
+        config=dict(scenario.cluster.config),
+        data_dir=data_dir,
+        name=scenario.slug,
+    )
+
+
 def run_to_end(
     scenario: Scenario,
     *,
@@ -472,33 +512,8 @@ def run_to_end(
     with contextlib.ExitStack() as stack:
         if data_dir is None:
             data_dir = stack.enter_context(tempfile.TemporaryDirectory(prefix="kafka-lab-scenario-"))
-        cluster = Cluster.create(
-            brokers=scenario.cluster.brokers,
-            seed=scenario.cluster.seed,
-            config=dict(scenario.cluster.config),
-            data_dir=data_dir,
-            name=scenario.slug,
-        )
+        cluster = cluster_for(scenario, data_dir)
         stack.callback(cluster.close)
         run = ScenarioRun(scenario, cluster)
-        while True:
-            seen = len(run.results)
-            due = run.advance()
-            if progress is not None and len(run.results) != seen:
-                progress(run)
-            if due is None:
-                break
-            if cluster.now_ms > max_virtual_ms:
-                run._current = run._current or StepResult(
-                    index=run.index, line=0, label="(time limit)", ok=False
-                )
-                run._finish(False, f"the scenario ran past {max_virtual_ms} ms of virtual time")
-                run.index = len(scenario.steps)
-                break
-            condition = run.condition()
-            if condition is None:
-                cluster.run_until(due)
-            else:
-                # Check after every event, so the next step runs at the very instant it becomes true.
-                cluster.run_until_true(condition, max(0, run.deadline() - cluster.now_ms))
+        drive(run, progress=progress, max_virtual_ms=max_virtual_ms)
         return Report(scenario=scenario, run=run, time_ms=cluster.now_ms)
