@@ -103,11 +103,9 @@ def sticky_assign(subs: Mapping[str, Subscription], partitions: Mapping[str, int
                 best = claims.get(tp)
                 if best is None or sub.generation > best[0]:
                     claims[tp] = (sub.generation, member)
-    total = len(valid)
-    quota_max = -(-total // len(plan.members)) if plan.members else 0
+    # Keep every valid claim; the even-out loop below moves only what balance needs.
     for tp, (_, member) in sorted(claims.items()):
-        if len(out[member]) < quota_max:
-            out[member].append(tp)
+        out[member].append(tp)
     taken = {tp for tps in out.values() for tp in tps}
     for tp in sorted(valid - taken):
         eligible = plan.eligible(tp)

@@ -599,9 +599,13 @@ class Cluster:
     def consumer(self, group_id: str, *, client_id: str | None = None, **config: object) -> GroupConsumer: ...
 
     @overload
-    def consumer(self, group_id: None = None, *, client_id: str | None = None, **config: object) -> Consumer: ...
+    def consumer(
+        self, group_id: None = None, *, client_id: str | None = None, **config: object
+    ) -> Consumer: ...
 
-    def consumer(self, group_id: str | None = None, *, client_id: str | None = None, **config: object) -> Consumer:
+    def consumer(
+        self, group_id: str | None = None, *, client_id: str | None = None, **config: object
+    ) -> Consumer:
         """A consumer; with a ``group_id``, a member of that group (subscribe, commit)."""
         settings = {k.replace("_", "."): v for k, v in config.items()}
         if group_id is not None:

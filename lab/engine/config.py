@@ -52,7 +52,8 @@ class ConfigKey:
             bits = 31 if self.kind == "int" else 63
             if not -(2**bits) <= value < 2**bits:
                 raise InvalidConfig(
-                    f"Invalid value {text!r} for configuration {self.name}: not a number of type {self.kind.upper()}"
+                    f"Invalid value {text!r} for configuration {self.name}: "
+                    f"not a number of type {self.kind.upper()}"
                 )
         elif self.kind == "double":
             try:

@@ -700,7 +700,11 @@ class GroupCoordinator:
             if gave:
                 bits.append(f"gave up {_tps(gave)}")
             parts.append(f"{name} " + ", ".join(bits))
-        how = "eager: everyone gave up everything first" if eager else "cooperative: only what moves was given up"
+        how = (
+            "eager: everyone gave up everything first"
+            if eager
+            else "cooperative: only what moves was given up"
+        )
         self.journal(
             "rebalance",
             f"group {group.group_id} generation {group.generation} ({group.protocol}, {how}; {group.reason}): "

@@ -51,25 +51,42 @@ class SimulatedProducer:
         self.state = "running"
         self.seq = 0
         self._owed = 0.0
+        # Each tick owes the records of the time since the last one; the first tick, now, sends at once.
+        self._last_tick_ms = cluster.scheduler.now_ms - self._interval_ms()
         self._timer: Timer | None = cluster.scheduler.call_soon(self._tick, label=f"{name} tick")
+
+    def _interval_ms(self) -> int:
+        return max(TICK_MS, round(1000 / self.rate_per_s))
 
     def _tick(self) -> None:
         self._timer = None
         if self.state != "running":
             return
-        interval = max(TICK_MS, round(1000 / self.rate_per_s))
-        self._owed += self.rate_per_s * interval / 1000
+        now = self.cluster.scheduler.now_ms
+        self._owed += self.rate_per_s * (now - self._last_tick_ms) / 1000
+        self._last_tick_ms = now
         rng = self.cluster.scheduler.rng
         while self._owed >= 1:
             self._owed -= 1
             key = None if self.keys is None else f"key-{rng.randrange(self.keys)}"
             self.producer.send(self.topic, f"{self.name}-{self.seq}", key=key)
             self.seq += 1
-        self._timer = self.cluster.scheduler.call_later(interval, self._tick, label=f"{self.name} tick")
+        self._timer = self.cluster.scheduler.call_later(
+            self._interval_ms(), self._tick, label=f"{self.name} tick"
+        )
 
     def set_rate(self, rate_per_s: float) -> None:
         if rate_per_s <= 0 or rate_per_s > 100_000:
             raise IllegalArgument(f"rate_per_s must be in (0, 100000], not {rate_per_s}")
+        if self.state == "running":
+            # The old rate held until now; the next tick comes at the new rate's interval.
+            now = self.cluster.scheduler.now_ms
+            self._owed += self.rate_per_s * (now - self._last_tick_ms) / 1000
+            self._last_tick_ms = now
+            Scheduler.cancel(self._timer)
+            self._timer = self.cluster.scheduler.call_later(
+                max(TICK_MS, round(1000 / rate_per_s)), self._tick, label=f"{self.name} tick"
+            )
         self.rate_per_s = rate_per_s
 
     def stop(self) -> None:

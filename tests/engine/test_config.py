@@ -1,0 +1,233 @@
+"""Kafka's configuration keys: Kafka's defaults beside the lab's, parsing, and clear errors."""
+
+from __future__ import annotations
+
+import pytest
+
+from lab.engine.cluster import Cluster
+from lab.engine.config import (
+    BROKER_KEYS,
+    TOPIC_KEYS,
+    BrokerConfig,
+    ConfigKey,
+    describe,
+    effective_topic_config,
+    validate_broker_config,
+    validate_topic_config,
+)
+from lab.engine.errors import InvalidConfig
+from lab.engine.storage import LogConfig
+
+ALL_KEYS = [*BROKER_KEYS.values(), *TOPIC_KEYS.values()]
+
+
+def _id(key: ConfigKey) -> str:
+    return f"{key.scope}:{key.name}"
+
+
+@pytest.mark.parametrize("key", ALL_KEYS, ids=_id)
+def test_every_key_parses_its_kafka_default_and_its_lab_default(key: ConfigKey) -> None:
+    key.parse(key.kafka_default)
+    key.parse(key.default)
+    assert key.doc.strip()  # every key has a sentence for its tooltip
+
+
+# Kafka 3.x's defaults (ReplicationConfigs, GroupCoordinatorConfig, LogConfig, KAFKA-FACTS.md).
+KAFKA_DEFAULTS = {
+    "replica.lag.time.max.ms": "30000",
+    "zookeeper.session.timeout.ms": "18000",
+    "min.insync.replicas": "1",
+    "unclean.leader.election.enable": "false",
+    "auto.leader.rebalance.enable": "true",
+    "leader.imbalance.check.interval.seconds": "300",
+    "leader.imbalance.per.broker.percentage": "10",
+    "replica.fetch.wait.max.ms": "500",
+    "replica.fetch.max.bytes": "1048576",
+    "replica.fetch.backoff.ms": "1000",
+    "replica.socket.timeout.ms": "30000",
+    "replica.high.watermark.checkpoint.interval.ms": "5000",
+    "log.retention.check.interval.ms": "300000",
+    "request.timeout.ms": "30000",
+    "controlled.shutdown.enable": "true",
+    "offsets.topic.num.partitions": "50",
+    "offsets.topic.replication.factor": "3",
+    "group.initial.rebalance.delay.ms": "3000",
+    "group.min.session.timeout.ms": "6000",
+    "group.max.session.timeout.ms": "1800000",
+}
+KAFKA_TOPIC_DEFAULTS = {
+    "cleanup.policy": "delete",
+    "retention.ms": "604800000",
+    "retention.bytes": "-1",
+    "segment.bytes": "1073741824",
+    "segment.ms": "604800000",
+    "index.interval.bytes": "4096",
+    "segment.index.bytes": "10485760",
+    "delete.retention.ms": "86400000",
+    "min.cleanable.dirty.ratio": "0.5",
+    "min.compaction.lag.ms": "0",
+    "max.message.bytes": "1048588",
+    "min.insync.replicas": "1",
+    "unclean.leader.election.enable": "false",
+}
+
+
+@pytest.mark.parametrize(("name", "value"), sorted(KAFKA_DEFAULTS.items()))
+def test_broker_keys_carry_kafkas_own_default(name: str, value: str) -> None:
+    assert BROKER_KEYS[name].kafka_default == value
+
+
+@pytest.mark.parametrize(("name", "value"), sorted(KAFKA_TOPIC_DEFAULTS.items()))
+def test_topic_keys_carry_kafkas_own_default(name: str, value: str) -> None:
+    assert TOPIC_KEYS[name].kafka_default == value
+
+
+def test_topic_defaults_agree_with_the_logs_own_defaults() -> None:
+    kafka = {name: key.kafka_default for name, key in TOPIC_KEYS.items()}
+    assert LogConfig.from_topic_config(kafka) == LogConfig()
+
+
+def test_the_lab_shortens_timings_and_says_so_beside_kafkas_value() -> None:
+    lag = BROKER_KEYS["replica.lag.time.max.ms"]
+    assert (lag.kafka_default, lag.lab_default, lag.default) == ("30000", "10000", "10000")
+    session = BROKER_KEYS["zookeeper.session.timeout.ms"]
+    assert (session.kafka_default, session.default) == ("18000", "6000")
+    unchanged = BROKER_KEYS["min.insync.replicas"]
+    assert unchanged.lab_default is None
+    assert unchanged.default == unchanged.kafka_default == "1"
+    rows = {row["name"]: row for row in describe(BROKER_KEYS)}
+    assert rows["replica.lag.time.max.ms"]["lab"] == "10000"
+    assert rows["replica.lag.time.max.ms"]["kafka"] == "30000"
+    assert rows["replica.lag.time.max.ms"]["scope"] == "broker"
+    assert rows["replica.lag.time.max.ms"]["doc"] == lag.doc
+    assert set(rows) == set(BROKER_KEYS)
+
+
+def test_lab_only_keys_are_named_lab_and_default_to_kafkas_behaviour() -> None:
+    lab_keys = [k for k in BROKER_KEYS.values() if k.name.startswith("lab.")]
+    assert lab_keys
+    for key in lab_keys:
+        assert key.doc.startswith("Lab only")
+    # Kafka has no network latency and has leader epochs: "Kafka's default" is Kafka's behaviour.
+    assert BROKER_KEYS["lab.network.latency.ms"].kafka_default == "0"
+    assert BROKER_KEYS["lab.leader.epochs"].kafka_default == "true"
+
+
+@pytest.mark.parametrize(
+    ("name", "raw", "expected"),
+    [
+        ("replica.lag.time.max.ms", "1000", 1000),
+        ("replica.lag.time.max.ms", " 2500 ", 2500),
+        ("replica.lag.time.max.ms", 700, 700),
+        ("unclean.leader.election.enable", "TRUE", True),
+        ("unclean.leader.election.enable", False, False),
+        ("log.flush.interval.ms", "-1", -1),
+    ],
+)
+def test_broker_values_parse_to_their_types(name: str, raw: object, expected: object) -> None:
+    assert BROKER_KEYS[name].parse(raw) == expected
+
+
+def test_topic_values_parse_to_their_types() -> None:
+    assert TOPIC_KEYS["cleanup.policy"].parse("compact, delete") == ("compact", "delete")
+    assert TOPIC_KEYS["min.cleanable.dirty.ratio"].parse("0.25") == 0.25
+    assert TOPIC_KEYS["retention.ms"].parse("-1") == -1
+
+
+BAD_VALUES = [
+    ("broker", "replica.lag.time.max.ms", "ten seconds", "not a number"),
+    ("broker", "replica.lag.time.max.ms", "1.5", "not a number"),
+    ("broker", "replica.lag.time.max.ms", "0", "at least 1"),
+    ("broker", "unclean.leader.election.enable", "yes", "true or false"),
+    ("broker", "unclean.leader.election.enable", "1", "true or false"),
+    ("broker", "min.insync.replicas", True, "not a number"),
+    ("broker", "zookeeper.session.timeout.ms", "500", "at least 1000"),
+    ("broker", "zookeeper.session.timeout.ms", "60001", "at most 60000"),
+    ("broker", "leader.imbalance.per.broker.percentage", "101", "at most 100"),
+    ("broker", "replica.fetch.max.bytes", str(2**31), "not a number"),  # an INT is 32 bits in Kafka
+    ("broker", "log.flush.interval.ms", str(2**63), "not a number"),  # a LONG is 64 bits
+    ("topic", "cleanup.policy", "archive", "'archive' is not one of delete, compact"),
+    ("topic", "cleanup.policy", " , ", "empty list"),
+    ("topic", "min.cleanable.dirty.ratio", "1.5", "at most 1"),
+    ("topic", "min.cleanable.dirty.ratio", "nan", "not a number"),
+    ("topic", "min.cleanable.dirty.ratio", "-inf", "not a number"),
+    ("topic", "retention.ms", "-2", "at least -1"),
+    ("topic", "segment.bytes", "13", "at least 14"),
+    ("topic", "segment.bytes", "4294967296", "not a number"),
+]
+
+
+@pytest.mark.parametrize(("scope", "name", "raw", "problem"), BAD_VALUES)
+def test_a_bad_value_raises_invalid_config_naming_the_key_and_the_problem(
+    scope: str, name: str, raw: object, problem: str
+) -> None:
+    keys = BROKER_KEYS if scope == "broker" else TOPIC_KEYS
+    with pytest.raises(InvalidConfig) as info:
+        keys[name].parse(raw)
+    assert name in str(info.value)
+    assert problem in str(info.value)
+    assert info.value.name == "INVALID_CONFIG"
+
+
+def test_unknown_keys_are_refused_by_name() -> None:
+    with pytest.raises(InvalidConfig, match=r"Unknown broker config name: replica\.lag\.time\.max$"):
+        validate_broker_config({"replica.lag.time.max": "1000"})
+    with pytest.raises(InvalidConfig, match=r"Unknown topic config name: replica\.lag\.time\.max\.ms"):
+        validate_topic_config({"replica.lag.time.max.ms": "1000"})  # a broker key, not a topic key
+    with pytest.raises(InvalidConfig, match=r"Unknown broker config name: retention\.ms"):
+        validate_broker_config({"retention.ms": "1000"})
+
+
+def test_validation_returns_the_normal_string_form() -> None:
+    assert validate_topic_config({"cleanup.policy": " compact ,delete", "retention.ms": 5000}) == {
+        "cleanup.policy": "compact,delete",
+        "retention.ms": "5000",
+    }
+    assert validate_broker_config({"unclean.leader.election.enable": True}) == {
+        "unclean.leader.election.enable": "true"
+    }
+
+
+def test_broker_config_of_holds_every_broker_key_with_the_labs_defaults() -> None:
+    config = BrokerConfig.of()
+    assert set(config.values) == set(BROKER_KEYS)
+    assert config.int("replica.lag.time.max.ms") == 10_000
+    assert config.int("zookeeper.session.timeout.ms") == 6000
+    assert config.bool("unclean.leader.election.enable") is False
+    assert config.bool("auto.leader.rebalance.enable") is True
+
+
+def test_broker_config_of_applies_overrides() -> None:
+    config = BrokerConfig.of({"replica.lag.time.max.ms": "1000", "unclean.leader.election.enable": True})
+    assert config.int("replica.lag.time.max.ms") == 1000
+    assert config.bool("unclean.leader.election.enable") is True
+    assert config.int("min.insync.replicas") == 1  # the rest stay at their defaults
+
+
+def test_a_bad_override_raises_and_no_cluster_is_made() -> None:
+    with pytest.raises(InvalidConfig, match=r"replica\.lag\.time\.max\.ms"):
+        BrokerConfig.of({"replica.lag.time.max.ms": "-5"})
+    with pytest.raises(InvalidConfig, match=r"Unknown broker config name: no\.such\.key"):
+        Cluster.create(brokers=1, config={"no.such.key": "1"})
+
+
+def test_effective_topic_config_falls_back_to_the_brokers_values() -> None:
+    broker = BrokerConfig.of({"min.insync.replicas": "2", "unclean.leader.election.enable": "true"})
+    effective = effective_topic_config({}, broker)
+    assert set(effective) == set(TOPIC_KEYS)
+    assert effective["min.insync.replicas"] == "2"
+    assert effective["unclean.leader.election.enable"] == "true"
+    assert effective["retention.ms"] == "604800000"  # no broker key of the lab's: the topic default
+    assert effective["cleanup.policy"] == "delete"
+
+
+def test_a_topic_override_beats_the_brokers_value() -> None:
+    broker = BrokerConfig.of({"min.insync.replicas": "2"})
+    effective = effective_topic_config({"min.insync.replicas": "3", "retention.ms": "1000"}, broker)
+    assert effective["min.insync.replicas"] == "3"
+    assert effective["retention.ms"] == "1000"
+
+
+def test_the_effective_topic_config_makes_a_valid_log_config() -> None:
+    config = LogConfig.from_topic_config(effective_topic_config({}, BrokerConfig.of()))
+    assert config == LogConfig()
