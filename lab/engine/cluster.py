@@ -814,6 +814,149 @@ class Cluster:
             for n in nodes
         ]
 
+    def browse(
+        self,
+        topic: str,
+        partition: int,
+        *,
+        offset: int | None = None,
+        timestamp: int | None = None,
+        limit: int = 100,
+        search: str | None = None,
+    ) -> list[dict[str, Any]]:
+        """Records of one partition, as a consumer would see them (below the HW), read at the leader.
+
+        From ``offset`` (default: the log start offset) or from the first record at or after
+        ``timestamp``; at most ``limit`` records; ``search`` keeps those whose key or value contains it.
+        """
+        if limit < 1 or limit > 10_000:
+            raise IllegalArgument("limit must be between 1 and 10000")
+        count = self.partition_count(topic)
+        if not 0 <= partition < count:
+            raise UnknownTopicOrPartition(
+                f"{topic} has {count} partition(s); there is no partition {partition}"
+            )
+        leader = self.leader_of(topic, partition)
+        if leader is None:
+            raise errors.LeaderNotAvailable(f"{topic}-{partition} has no leader right now")
+        replica = self.brokers[leader].partitions[TopicPartition(topic, partition)]
+        log = replica.log
+        end = replica.high_watermark
+        if timestamp is not None:
+            found = log.offset_for_timestamp(timestamp)
+            start = end if found is None else max(found, log.log_start_offset)
+        else:
+            start = log.log_start_offset if offset is None else offset
+        if start < log.log_start_offset or start > log.log_end_offset:
+            raise errors.OffsetOutOfRange(
+                f"offset {start} is outside {topic}-{partition}'s log [{log.log_start_offset}, {log.log_end_offset})"
+            )
+        from lab.engine.records import iter_records
+
+        out: list[dict[str, Any]] = []
+        position = start
+        while position < end and len(out) < limit:
+            data = log.read(position, 1 << 20, max_offset=end)
+            if not data.records:
+                break
+            for record in iter_records(data.records):
+                if record.offset < position or record.offset >= end:
+                    continue
+                key = None if record.key is None else record.key.decode("utf-8", errors="replace")
+                value = None if record.value is None else record.value.decode("utf-8", errors="replace")
+                if search and search not in (key or "") and search not in (value or ""):
+                    continue
+                out.append(
+                    {
+                        "topic": topic,
+                        "partition": partition,
+                        "offset": record.offset,
+                        "timestamp": record.timestamp,
+                        "key": key,
+                        "value": value,
+                        "headers": {
+                            k: None if v is None else v.decode("utf-8", errors="replace")
+                            for k, v in record.headers
+                        },
+                    }
+                )
+                if len(out) >= limit:
+                    break
+            position = data.next_offset
+        return out
+
+    def groups(self) -> dict[str, Any]:
+        """Every consumer group, as its coordinator describes it."""
+        from lab.engine.snapshot import groups_view
+
+        return groups_view(self)
+
+    def reset_group_offsets(
+        self, group: str, topic: str, to: str | int, *, partitions: Sequence[int] | None = None
+    ) -> dict[str, int]:
+        """kafka-consumer-groups.sh --reset-offsets: to "earliest", "latest", an offset, or {"timestamp": ms}.
+
+        Only for an inactive group, as Kafka allows; returns the offsets committed, by "topic/partition".
+        """
+        from lab.engine.groups import coordinator_of
+
+        valid = to in ("earliest", "latest") or (isinstance(to, int) and not isinstance(to, bool) and to >= 0)
+        if not valid and not (isinstance(to, dict) and isinstance(to.get("timestamp"), int)):
+            raise IllegalArgument(
+                f"reset to 'earliest', 'latest', an offset >= 0 or {{'timestamp': ms}}, not {to!r}"
+            )
+        found = coordinator_of(self.brokers, group)
+        if found is not None and found[1].members:
+            raise errors.NonEmptyGroup(
+                f"Assignments can only be reset if the group '{group}' is inactive, but the current state is "
+                f"{found[1].state.value}."
+            )
+        count = self.partition_count(topic)
+        chosen = list(range(count)) if partitions is None else list(partitions)
+        bad = [p for p in chosen if not 0 <= p < count]
+        if bad:
+            raise UnknownTopicOrPartition(f"{topic} has {count} partition(s); there is no partition {bad[0]}")
+        offsets: dict[TopicPartition, int] = {}
+        for p in chosen:
+            tp = TopicPartition(topic, p)
+            leader = self.leader_of(topic, p)
+            if leader is None:
+                raise errors.LeaderNotAvailable(f"{tp} has no leader right now")
+            replica = self.brokers[leader].partitions[tp]
+            if to == "earliest":
+                offsets[tp] = replica.log_start_offset
+            elif to == "latest":
+                offsets[tp] = replica.high_watermark
+            elif isinstance(to, int) and not isinstance(to, bool):
+                # Kafka clamps an offset outside the log to its nearest end.
+                offsets[tp] = min(max(to, replica.log_start_offset), replica.high_watermark)
+            elif isinstance(to, dict) and isinstance(to.get("timestamp"), int):
+                found_offset = replica.log.offset_for_timestamp(to["timestamp"])
+                offsets[tp] = (
+                    replica.high_watermark
+                    if found_offset is None
+                    else min(found_offset, replica.high_watermark)
+                )
+            else:
+                raise IllegalArgument(
+                    f"reset to 'earliest', 'latest', an offset or {{'timestamp': ms}}, not {to!r}"
+                )
+        committer = self.consumer(group, client_id=f"reset-{group}-{self._client_seq + 1}")
+        try:
+            committer.assign(list(offsets))
+            committer.commit({(tp.topic, tp.partition): o for tp, o in offsets.items()})
+        finally:
+            committer.crash()
+            self.clients.pop(committer.client_id, None)
+        self.journal.record(
+            "offsets_reset",
+            f"group {group}'s offsets of {topic} reset to {to}: "
+            + ", ".join(f"{tp} -> {o}" for tp, o in sorted(offsets.items())),
+            group=group,
+            topic=topic,
+        )
+        return {tp.key: o for tp, o in sorted(offsets.items())}
+
     def snapshot(self) -> dict[str, Any]:
         from lab.engine.snapshot import take
 

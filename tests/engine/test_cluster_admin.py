@@ -1,0 +1,77 @@
+"""Admin tooling on the facade: browsing messages, listing groups, resetting a group's offsets."""
+
+from __future__ import annotations
+
+import pytest
+
+from lab.engine.errors import IllegalArgument, NonEmptyGroup, OffsetOutOfRange, UnknownTopicOrPartition
+from tests.engine.helpers import checked_cluster
+
+
+def _fill(c, n: int = 10):  # type: ignore[no-untyped-def]
+    p = c.producer()
+    for i in range(n):
+        p.send("t", f"value-{i}", key=f"key-{i % 3}", partition=0, timestamp=1000 + i * 10)
+    p.flush()
+
+
+def test_browse_reads_committed_records_from_an_offset_or_a_time_and_searches() -> None:
+    with checked_cluster(3) as c:
+        c.create_topic("t", partitions=2, replication_factor=3)
+        _fill(c)
+        records = c.browse("t", 0)
+        assert [r["offset"] for r in records] == list(range(10))
+        assert records[3] == {
+            "topic": "t",
+            "partition": 0,
+            "offset": 3,
+            "timestamp": 1030,
+            "key": "key-0",
+            "value": "value-3",
+            "headers": {},
+        }
+        assert [r["offset"] for r in c.browse("t", 0, offset=7)] == [7, 8, 9]
+        assert [r["offset"] for r in c.browse("t", 0, timestamp=1055)] == [6, 7, 8, 9]
+        assert [r["value"] for r in c.browse("t", 0, search="key-2")] == ["value-2", "value-5", "value-8"]
+        assert len(c.browse("t", 0, limit=4)) == 4
+        assert c.browse("t", 1) == []
+        with pytest.raises(UnknownTopicOrPartition):
+            c.browse("t", 2)
+        with pytest.raises(OffsetOutOfRange):
+            c.browse("t", 0, offset=99)
+        with pytest.raises(IllegalArgument):
+            c.browse("t", 0, limit=0)
+
+
+def test_browse_never_shows_records_above_the_hw() -> None:
+    with checked_cluster(3) as c:
+        c.create_topic("t", replication_factor=3)
+        _fill(c, 3)
+        c.isolate_broker(2, from_="brokers")
+        c.isolate_broker(3, from_="brokers")
+        p = c.producer(acks="1")
+        p.send("t", "not-yet-committed", partition=0)
+        p.flush()
+        assert [r["value"] for r in c.browse("t", 0)] == ["value-0", "value-1", "value-2"]
+
+
+def test_reset_offsets_of_an_inactive_group_and_refuse_an_active_one() -> None:
+    with checked_cluster(3) as c:
+        c.create_topic("t", partitions=2, replication_factor=3)
+        _fill(c)
+        g = c.consumer("billing", enable_auto_commit="false", auto_offset_reset="earliest")
+        g.subscribe(["t"])
+        c.wait_for(lambda: g.state == "stable", 10_000)
+        with pytest.raises(NonEmptyGroup, match="inactive, but the current state is Stable"):
+            c.reset_group_offsets("billing", "t", "earliest")
+        g.close()
+        c.run_for(100)
+        assert c.reset_group_offsets("billing", "t", 4) == {"t/0": 4, "t/1": 0}
+        assert c.groups()["billing"]["committed"] == {"t/0": 4, "t/1": 0}
+        assert c.reset_group_offsets("billing", "t", "latest", partitions=[0]) == {"t/0": 10}
+        assert c.reset_group_offsets("billing", "t", {"timestamp": 1045}, partitions=[0]) == {"t/0": 5}
+        again = c.consumer("billing", enable_auto_commit="false")
+        again.subscribe(["t"])
+        assert [r.offset for r in again.poll(timeout_ms=5000)] == [5, 6, 7, 8, 9]
+        with pytest.raises(IllegalArgument):
+            c.reset_group_offsets("billing", "t", "yesterday")
