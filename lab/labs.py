@@ -77,6 +77,20 @@ def labs_dir() -> Path:
     return Path(settings.LAB_DATA_DIR) / "labs"
 
 
+def instance_id() -> str:
+    """This installation's id (made once, kept in the data dir): two lab servers sharing one
+    ZooKeeper must not share a chroot, or their brokers would claim each other's znodes."""
+    path = Path(settings.LAB_DATA_DIR) / "instance-id"
+    if path.is_file():
+        text = path.read_text().strip()
+        if text:
+            return text
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = secrets.token_hex(4)
+    path.write_text(text + "\n")
+    return text
+
+
 def spec_of(lab: Lab) -> LabSpec:
     return LabSpec.from_settings(
         slug=lab.slug,
@@ -133,7 +147,7 @@ def create_lab(
         slug=slug,
         name=name,
         data_dir=str(labs_dir() / slug),
-        chroot=f"{CHROOT_PREFIX}/{slug}",
+        chroot=f"{CHROOT_PREFIX}/{instance_id()}/{slug}",
         brokers=brokers,
         config=clean,
         rate=rate,
@@ -271,11 +285,17 @@ def ensure_demo_lab(owner: Any) -> Lab:
         ],
         clients=[
             ClientSpec(kind="producer", name="checkout", topics=("orders",), rate_per_s=5, acks="all"),
-            ClientSpec(
-                kind="consumer", name="billing-1", topics=("orders",), group="billing", processing_ms=50
-            ),
-            ClientSpec(
-                kind="consumer", name="billing-2", topics=("orders",), group="billing", processing_ms=50
+            # A 6 s session (Kafka's default is 45 s), so a crash shows as a rebalance while a class watches.
+            *(
+                ClientSpec(
+                    kind="consumer",
+                    name=f"billing-{n}",
+                    topics=("orders",),
+                    group="billing",
+                    processing_ms=50,
+                    session_timeout_ms=6000,
+                )
+                for n in (1, 2)
             ),
         ],
     )

@@ -57,6 +57,29 @@ def _say(message: str) -> None:
     print(message, flush=True)
 
 
+def _finish_pending_tasks() -> None:
+    """Let websocket consumers that were still waiting for frames end on their own loop.
+
+    Daphne's reactor stops with those tasks pending; left for the interpreter's last garbage
+    collection, they are torn down after their loop and CPython 3.11 can crash there.
+    """
+    import asyncio
+
+    try:
+        loop = asyncio.get_event_loop()
+    except RuntimeError:
+        return
+    if loop.is_closed():
+        return
+    pending = [task for task in asyncio.all_tasks(loop) if not task.done()]
+    for task in pending:
+        task.cancel()
+    if pending:
+        loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+    loop.run_until_complete(loop.shutdown_asyncgens())
+    loop.close()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m lab.serve", description=__doc__.splitlines()[0])
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
@@ -135,6 +158,7 @@ def main(argv: list[str] | None = None) -> int:
         _say(f"Kafka Lab: http://{args.host}:{args.port}/  (Ctrl-C stops the lab and ZooKeeper)")
         # Daphne's reactor handles SIGINT and SIGTERM itself and returns here.
         CommandLineInterface().run(["--bind", args.host, "--port", str(args.port), "lab.asgi:application"])
+        _finish_pending_tasks()
     except KeyboardInterrupt:
         pass
     finally:

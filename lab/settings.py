@@ -102,7 +102,7 @@ LOGOUT_REDIRECT_URL = "login"
 
 # One process serves the lab, so the in-memory layer is enough; a Redis layer
 # slots in here when the lab runs on several processes.
-CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+CHANNEL_LAYERS = {"default": {"BACKEND": "lab.runtime.layers.LabChannelLayer"}}
 
 DATABASES = {
     "default": {

@@ -79,8 +79,20 @@ def test_the_owner_gets_the_full_state_then_a_partial_after_a_change(settings: S
 
     full, partial = async_to_sync(watch)()
     # The full state: every fragment, each out-of-band, so htmx swaps them in by id.
-    for dom_id in ("lab-status", "clock-time", "clock-controls", "cluster-map", "plogs", "plog-orders", "groups",
-                   "clients", "zookeeper", "timeline", "charts", "lab-frame"):
+    for dom_id in (
+        "lab-status",
+        "clock-time",
+        "clock-controls",
+        "cluster-map",
+        "plogs",
+        "plog-orders",
+        "groups",
+        "clients",
+        "zookeeper",
+        "timeline",
+        "charts",
+        "lab-frame",
+    ):
         assert f'id="{dom_id}" hx-swap-oob="true"' in full, dom_id
     # The partial: the map changed (broker 2 killed); the status did not, so it is not resent.
     assert 'id="cluster-map" hx-swap-oob="true"' in partial
@@ -88,5 +100,6 @@ def test_the_owner_gets_the_full_state_then_a_partial_after_a_change(settings: S
     assert 'id="lab-status"' not in partial
     assert 'id="lab-frame" hx-swap-oob="true"' in partial
     frames = [int(n) for n in re.findall(r'data-frame="(\d+)"', full + partial)]
-    assert frames == sorted(frames) and frames[-1] > frames[0]
+    assert frames == sorted(frames)
+    assert frames[-1] > frames[0]
     assert live.subscribers == 0  # the page left

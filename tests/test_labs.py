@@ -22,11 +22,14 @@ pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("stop_labs")]
 
 def test_a_new_lab_gets_its_own_slug_data_dir_and_chroot() -> None:
     owner = make_user()
-    first = labs.create_lab(owner, "Failover drill", brokers=3, config={"zookeeper.session.timeout.ms": "1500"})
+    first = labs.create_lab(
+        owner, "Failover drill", brokers=3, config={"zookeeper.session.timeout.ms": "1500"}
+    )
     second = labs.create_lab(owner, "Failover drill")
     assert (first.slug, second.slug) == ("failover-drill", "failover-drill-2")
     assert first.data_dir == str(Path(settings.LAB_DATA_DIR) / "labs" / "failover-drill")
-    assert first.zookeeper_chroot == "/kafka-lab/failover-drill"
+    assert first.zookeeper_chroot == f"/kafka-lab/{labs.instance_id()}/failover-drill"
+    assert (Path(settings.LAB_DATA_DIR) / "instance-id").read_text().strip() == labs.instance_id()
     assert first.settings["config"] == {"zookeeper.session.timeout.ms": "1500"}
 
 
@@ -45,13 +48,28 @@ def test_a_bad_lab_is_refused_and_nothing_is_created(name: str, kw: dict, error:
     assert Lab.objects.count() == 0
 
 
+def test_two_installations_sharing_a_zookeeper_get_different_chroots(
+    settings: SettingsWrapper, tmp_path: Path
+) -> None:
+    owner = make_user()
+    settings.LAB_DATA_DIR = tmp_path / "one"
+    one = labs.create_lab(owner, "Demo")
+    settings.LAB_DATA_DIR = tmp_path / "two"
+    Lab.objects.all().delete()
+    two = labs.create_lab(owner, "Demo")
+    assert one.slug == two.slug
+    assert one.zookeeper_chroot != two.zookeeper_chroot
+
+
 def test_without_zookeeper_labs_use_the_memory_store_and_say_how_to_get_it(settings: SettingsWrapper) -> None:
     settings.LAB_ZOOKEEPER = ""
     store = labs.store_for_labs()
-    assert store.zookeeper is None and "apt-get install -y zookeeper" in store.fallback_reason
+    assert store.zookeeper is None
+    assert "apt-get install -y zookeeper" in store.fallback_reason
     settings.LAB_ZOOKEEPER = f"127.0.0.1:{free_port()}"
     store = labs.store_for_labs()
-    assert store.zookeeper is None and "does not answer" in store.fallback_reason
+    assert store.zookeeper is None
+    assert "does not answer" in store.fallback_reason
 
 
 @pytest.mark.zookeeper
@@ -60,17 +78,21 @@ def test_with_zookeeper_answering_labs_use_it(settings: SettingsWrapper, zookeep
     assert labs.store_for_labs() == labs.Store(zookeeper=zookeeper, fallback_reason="")
 
 
-def test_the_demo_user_gets_a_generated_password_kept_in_the_data_dir(settings: SettingsWrapper, tmp_path: Path) -> None:
+def test_the_demo_user_gets_a_generated_password_kept_in_the_data_dir(
+    settings: SettingsWrapper, tmp_path: Path
+) -> None:
     settings.LAB_DATA_DIR = tmp_path
     user, password = labs.ensure_demo_user()
     path = tmp_path / "demo-password"
-    assert path.read_text().strip() == password and len(password) >= 16
+    assert path.read_text().strip() == password
+    assert len(password) >= 16
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert user.check_password(password)
     assert labs.ensure_demo_user() == (user, password)  # a second start keeps it
     path.unlink()
     _, new = labs.ensure_demo_user()  # a lost file: a new password, saved again
-    assert new != password and path.read_text().strip() == new
+    assert new != password
+    assert path.read_text().strip() == new
 
 
 def test_the_demo_lab_has_orders_a_producer_and_a_consumer_group() -> None:
@@ -81,18 +103,30 @@ def test_the_demo_lab_has_orders_a_producer_and_a_consumer_group() -> None:
     assert (demo.slug, spec.brokers) == ("demo", 3)
     assert [(t.name, t.partitions, t.replication_factor) for t in spec.topics] == [("orders", 3, 3)]
     assert {(c.kind, c.group) for c in spec.clients} == {("producer", ""), ("consumer", "billing")}
+    assert {c.session_timeout_ms for c in spec.clients if c.kind == "consumer"} == {6000}
 
 
 def test_live_of_starts_a_lab_once_and_renders_its_fragments(settings: SettingsWrapper) -> None:
     settings.LAB_ZOOKEEPER = ""
     lab = make_lab(make_user())
     live = labs.live_of(lab)
-    assert labs.live_of(lab) is live and runtime.get(lab.slug) is live
+    assert labs.live_of(lab) is live
+    assert runtime.get(lab.slug) is live
     live.ready.result(30)
     frame = live.wait_for_frame(lambda f: plog_key("orders") in f.views)
     html = live.render_full(frame)
-    for dom_id in ("lab-status", "clock-time", "cluster-map", "plogs", "plog-orders", "groups", "zookeeper",
-                   "timeline", "charts", "lab-frame"):
+    for dom_id in (
+        "lab-status",
+        "clock-time",
+        "cluster-map",
+        "plogs",
+        "plog-orders",
+        "groups",
+        "zookeeper",
+        "timeline",
+        "charts",
+        "lab-frame",
+    ):
         assert f'id="{dom_id}" hx-swap-oob="true"' in html, dom_id
     assert "In-memory metadata: ZooKeeper is not running." in html
     assert "apt-get install -y zookeeper" in html
@@ -115,8 +149,10 @@ def test_a_lab_comes_back_from_its_row_with_its_data(settings: SettingsWrapper, 
     live = labs.live_of(lab)
     live.ready.result(60)
     assert live.store == "zookeeper"
-    assert live.act("produce", {"topic": "orders", "count": "7", "key": "k", "acks": "all"}).result(30).startswith(
-        "7 of 7"
+    assert (
+        live.act("produce", {"topic": "orders", "count": "7", "key": "k", "acks": "all"})
+        .result(30)
+        .startswith("7 of 7")
     )
     runtime.stop_all()  # the server stops
 

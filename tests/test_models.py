@@ -14,9 +14,13 @@ pytestmark = pytest.mark.django_db
 def test_a_lab_row_knows_its_page_and_keeps_its_settings_as_json() -> None:
     owner = make_user()
     lab = Lab.objects.create(
-        name="Failover drill", slug="failover", owner=owner, brokers=3,
+        name="Failover drill",
+        slug="failover",
+        owner=owner,
+        brokers=3,
         settings={"config": {"zookeeper.session.timeout.ms": "1500"}, "rate": 0.5},
-        data_dir="/tmp/x", zookeeper_chroot="/kafka-lab/failover",
+        data_dir="/tmp/x",
+        zookeeper_chroot="/kafka-lab/failover",
     )
     again = Lab.objects.get(pk=lab.pk)
     assert str(again) == "Failover drill"

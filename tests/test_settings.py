@@ -36,7 +36,7 @@ def test_defaults_keep_state_in_var() -> None:
         "db": str(REPO / "var" / "db.sqlite3"),
         "debug": True,
         "zk": "",
-        "layer": "channels.layers.InMemoryChannelLayer",
+        "layer": "lab.runtime.layers.LabChannelLayer",
     }
 
 

@@ -40,7 +40,8 @@ def test_anonymous_visitors_are_sent_to_the_login_page(client: Client, settings:
     settings.LAB_ZOOKEEPER = ""
     for path in ("/", "/status/zookeeper/", "/labs/anything/"):
         response = client.get(path)
-        assert response.status_code == 302 and response["Location"].startswith("/accounts/login/?next="), path
+        assert response.status_code == 302, path
+        assert response["Location"].startswith("/accounts/login/?next="), path
     page = client.get("/accounts/login/").content.decode()
     assert "Log in to Kafka Lab" in page
     assert "creates a user <code>demo</code> with a generated password" in page
@@ -54,7 +55,8 @@ def test_logging_in_opens_the_home_page(client: Client, settings: Settings) -> N
     bad = client.post("/accounts/login/", {"username": "ada", "password": "wrong"})
     assert "do not match" in bad.content.decode()
     good = client.post("/accounts/login/", {"username": "ada", "password": "a-long-password"})
-    assert good.status_code == 302 and good["Location"] == "/"
+    assert good.status_code == 302
+    assert good["Location"] == "/"
     assert "Your labs" in client.get("/").content.decode()
 
 
@@ -85,7 +87,9 @@ def test_home_says_when_zookeeper_does_not_answer(user_client: Client, settings:
     assert "keep their metadata in memory" in page
 
 
-def test_home_points_to_the_managed_server_log_when_it_is_down(user_client: Client, settings: Settings) -> None:
+def test_home_points_to_the_managed_server_log_when_it_is_down(
+    user_client: Client, settings: Settings
+) -> None:
     settings.LAB_ZOOKEEPER = f"127.0.0.1:{free_port()}"
     settings.LAB_ZOOKEEPER_MANAGED_DIR = "/srv/lab/var/zookeeper"
 
@@ -117,7 +121,9 @@ def test_home_lists_running_clusters_and_their_brokers(
 ) -> None:
     settings.LAB_ZOOKEEPER = ""
     me = user_client.get("/").wsgi_request.user  # type: ignore[attr-defined]
-    Lab.objects.create(name="Orders", slug="orders-demo", owner=me, data_dir="/x", zookeeper_chroot="/kafka-lab/x")
+    Lab.objects.create(
+        name="Orders", slug="orders-demo", owner=me, data_dir="/x", zookeeper_chroot="/kafka-lab/x"
+    )
 
     page = user_client.get("/").content.decode()
 
@@ -130,8 +136,11 @@ def test_home_lists_running_clusters_and_their_brokers(
 
 def test_a_new_lab_from_the_home_page_starts_and_opens(user_client: Client, settings: Settings) -> None:
     settings.LAB_ZOOKEEPER = ""
-    response = user_client.post("/labs/new/", {"name": "Failover drill", "brokers": "3", "session_timeout_ms": "1500"})
-    assert response.status_code == 302 and response["Location"] == "/labs/failover-drill/"
+    response = user_client.post(
+        "/labs/new/", {"name": "Failover drill", "brokers": "3", "session_timeout_ms": "1500"}
+    )
+    assert response.status_code == 302
+    assert response["Location"] == "/labs/failover-drill/"
     lab = Lab.objects.get(slug="failover-drill")
     assert lab.settings["config"] == {"zookeeper.session.timeout.ms": "1500"}
 
@@ -141,7 +150,9 @@ def test_a_new_lab_from_the_home_page_starts_and_opens(user_client: Client, sett
     assert not Lab.objects.filter(name="Too many").exists()
 
 
-def test_zookeeper_card_alone_for_htmx_refresh(user_client: Client, settings: Settings, zookeeper: str) -> None:
+def test_zookeeper_card_alone_for_htmx_refresh(
+    user_client: Client, settings: Settings, zookeeper: str
+) -> None:
     settings.LAB_ZOOKEEPER = zookeeper
 
     card = user_client.get("/status/zookeeper/", headers={"HX-Request": "true"}).content.decode()

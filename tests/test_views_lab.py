@@ -37,15 +37,28 @@ def test_the_owner_sees_every_view_and_the_kafka_it_models(owner_client: Client)
     assert f'ws-connect="/ws/labs/{lab.slug}/"' in page
     for heading in ("Cluster map", "Partition log", "Consumer groups", "ZooKeeper", "Timeline", "Charts"):
         assert heading in page
-    for dom_id in ("cluster-map", "plogs", "plog-orders", "groups", "clients", "zookeeper", "timeline", "charts"):
+    for dom_id in (
+        "cluster-map",
+        "plogs",
+        "plog-orders",
+        "groups",
+        "clients",
+        "zookeeper",
+        "timeline",
+        "charts",
+    ):
         assert f'id="{dom_id}"' in page
     assert "Kafka 3.x in ZooKeeper mode" in page
-    assert "In-memory metadata: ZooKeeper is not running." in page and "apt-get install -y zookeeper" in page
+    assert "In-memory metadata: ZooKeeper is not running." in page
+    assert "apt-get install -y zookeeper" in page
     # The map: three broker columns, each replica cell in words.
     assert len(re.findall(r'<th scope="col" id="broker-\d"', page)) == 3
-    assert "leader, in ISR" in page and "follower, in ISR" in page
+    assert "leader, in ISR" in page
+    assert "follower, in ISR" in page
     # A control that does not apply is disabled, with the reason as its title.
-    assert re.search(r'title="broker 1 is running; kill it or shut it down first"[^>]*>Restart</button>', page)
+    assert re.search(
+        r'title="broker 1 is running; kill it or shut it down first"[^>]*>Restart</button>', page
+    )
 
 
 def test_someone_elses_lab_is_not_found(owner_client: Client) -> None:
@@ -58,7 +71,9 @@ def test_someone_elses_lab_is_not_found(owner_client: Client) -> None:
 def test_a_control_answers_done_and_the_next_frame_shows_it(owner_client: Client) -> None:
     lab = owner_client.lab  # type: ignore[attr-defined]
     _running(lab)
-    response = owner_client.post(f"/labs/{lab.slug}/act/kill/", {"broker": "2"}, headers={"HX-Request": "true"})
+    response = owner_client.post(
+        f"/labs/{lab.slug}/act/kill/", {"broker": "2"}, headers={"HX-Request": "true"}
+    )
     assert response.status_code == 200
     assert '<div class="toast ok" data-ok="true">' in response.content.decode()
     assert "Broker 2 killed." in response.content.decode()
@@ -84,13 +99,15 @@ def test_a_topic_made_on_the_page_is_saved_with_the_lab(owner_client: Client) ->
     lab = owner_client.lab  # type: ignore[attr-defined]
     _running(lab)
     ok = owner_client.post(
-        f"/labs/{lab.slug}/act/topic-create/", {"name": "payments", "partitions": "2", "replication_factor": "3"}
+        f"/labs/{lab.slug}/act/topic-create/",
+        {"name": "payments", "partitions": "2", "replication_factor": "3"},
     )
     assert "Topic payments created: 2 partition(s), replication factor 3." in ok.content.decode()
     saved = Lab.objects.get(pk=lab.pk).settings["topics"]
     assert [t["name"] for t in saved] == ["orders", "payments"]
     bad = owner_client.post(f"/labs/{lab.slug}/act/topic-create/", {"name": "bad name!"})
-    assert bad.status_code == 409 and "INVALID_TOPIC" in bad.content.decode()
+    assert bad.status_code == 409
+    assert "INVALID_TOPIC" in bad.content.decode()
 
 
 def test_controls_need_a_login_and_a_csrf_token(settings: Settings) -> None:
@@ -98,7 +115,12 @@ def test_controls_need_a_login_and_a_csrf_token(settings: Settings) -> None:
     user = make_user()
     lab = make_lab(user)
     anonymous = Client()
-    assert anonymous.post(f"/labs/{lab.slug}/act/kill/", {"broker": "1"}, headers={"HX-Request": "true"}).status_code == 401
+    assert (
+        anonymous.post(
+            f"/labs/{lab.slug}/act/kill/", {"broker": "1"}, headers={"HX-Request": "true"}
+        ).status_code
+        == 401
+    )
     assert anonymous.post(f"/labs/{lab.slug}/act/kill/", {"broker": "1"}).status_code == 302
     strict = Client(enforce_csrf_checks=True)
     strict.force_login(user)  # type: ignore[arg-type]

@@ -101,14 +101,21 @@ class AckedRecord:
 class Ledger:
     """Every write a producer was told succeeded: what the log must still hold, unless Kafka would lose it."""
 
+    # A lab left running for hours must not grow without bound: the ledger keeps the newest
+    # acknowledgements of each partition (loss checks cover that window).
+    LIMIT_PER_PARTITION = 50_000
+
     def __init__(self) -> None:
         self.acked: dict[TopicPartition, dict[int, AckedRecord]] = {}
         self.highest_acks_all: dict[TopicPartition, int] = {}
         self.count = 0
 
     def record(self, rec: AckedRecord) -> None:
-        self.acked.setdefault(rec.tp, {})[rec.offset] = rec
+        acked = self.acked.setdefault(rec.tp, {})
+        acked[rec.offset] = rec
         self.count += 1
+        if len(acked) > self.LIMIT_PER_PARTITION:
+            del acked[next(iter(acked))]
         if rec.acks == -1 and rec.offset > self.highest_acks_all.get(rec.tp, -1):
             self.highest_acks_all[rec.tp] = rec.offset
 

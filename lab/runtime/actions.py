@@ -272,11 +272,21 @@ def _add_consumer(p: Mapping[str, str]) -> Act:
     group = _text(p, "group", limit=100)
     topics = tuple(t.strip() for t in _text(p, "topics").split(",") if t.strip())
     processing = _int(p, "processing_ms", low=0, high=60_000, default=50)
+    session = 0  # Kafka's default
+    if str(p.get("session_timeout_ms", "")).strip():
+        session = _int(p, "session_timeout_ms", low=1000, high=300_000)
     name = _name(p)
 
     def run(lab: LiveLab) -> str:
         client = lab.add_client(
-            ClientSpec(kind="consumer", name=name, topics=topics, group=group, processing_ms=processing)
+            ClientSpec(
+                kind="consumer",
+                name=name,
+                topics=topics,
+                group=group,
+                processing_ms=processing,
+                session_timeout_ms=session,
+            )
         )
         return f"Simulated consumer {client} joins group {group} on {', '.join(topics)}."
 

@@ -13,6 +13,7 @@ When nothing changed, nothing is sent.
 
 from __future__ import annotations
 
+import gc
 import logging
 import math
 import shutil
@@ -262,11 +263,17 @@ class LiveLab:
                 client.topics[0], rate_per_s=client.rate_per_s, acks=client.acks, name=client.name or None
             )
         else:
+            config: dict[str, object] = {}
+            if client.session_timeout_ms:
+                # Heartbeats at a third of the session, as Kafka advises.
+                config["session_timeout_ms"] = str(client.session_timeout_ms)
+                config["heartbeat_interval_ms"] = str(max(1, client.session_timeout_ms // 3))
             obj = factory(
                 client.group,
                 list(client.topics),
                 processing_ms=client.processing_ms,
                 name=client.name or None,
+                **config,
             )
         name = str(obj.name)
         self._clients[name] = obj
@@ -312,7 +319,9 @@ class LiveLab:
             while True:
                 with self._cond:
                     if not self._inbox and not self._stopping:
-                        self._cond.wait(self.tick_s)
+                        # Wake for the next tick, or sooner if the next frame is due before it.
+                        due = self._last_publish + self.publish_interval_s - time.monotonic()
+                        self._cond.wait(max(0.0, min(self.tick_s, due)))
                     if self._stopping:
                         break
                     work = list(self._inbox)
@@ -394,6 +403,11 @@ class LiveLab:
         self.state = "running"
         self.error = ""
         self._register()
+        # What exists now (the cluster, its logs and indexes, Django) lives as long as the lab:
+        # keep it out of the collector's full sweeps, which otherwise stall every frame for
+        # tens of milliseconds as the heap grows.
+        gc.collect()
+        gc.freeze()
 
     def _close_cluster(self, *, delete: bool) -> None:
         cluster, self._cluster = self._cluster, None
@@ -546,7 +560,7 @@ class LiveLab:
             rate=self.clock.rate,
             paused=self.clock.paused,
             status=self._status(),
-            simulated_clients=cluster is not None and hasattr(cluster, "simulated_producer"),
+            simulated_clients=hasattr(Cluster, "simulated_producer"),
         )
 
     def _sample(self, cluster: Cluster, snapshot: Mapping[str, Any]) -> Sample:

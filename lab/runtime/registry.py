@@ -1,8 +1,8 @@
 """Which labs (clusters) run in this process.
 
-The runtime registers a lab here when it starts one and removes it when it
-stops; the home page lists what is registered. Nothing registers yet: the live
-driver comes with the runtime.
+A live lab's driver (``lab.runtime.live``) registers its lab here, by slug, once its
+cluster is up, updates the summary when a broker changes state or the controller
+moves, and removes it when it stops; the home page lists what is registered.
 """
 
 from __future__ import annotations

@@ -53,6 +53,7 @@ class ClientSpec:
     rate_per_s: float = 10.0
     processing_ms: int = 50
     acks: str = "all"
+    session_timeout_ms: int = 0  # a consumer's session.timeout.ms; 0: Kafka's default
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -63,6 +64,7 @@ class ClientSpec:
             "rate_per_s": self.rate_per_s,
             "processing_ms": self.processing_ms,
             "acks": self.acks,
+            "session_timeout_ms": self.session_timeout_ms,
         }
 
     @classmethod
@@ -75,6 +77,7 @@ class ClientSpec:
             rate_per_s=float(data.get("rate_per_s", 10.0)),
             processing_ms=int(data.get("processing_ms", 50)),
             acks=str(data.get("acks", "all")),
+            session_timeout_ms=int(data.get("session_timeout_ms", 0)),
         )
 
 

@@ -45,8 +45,11 @@ class ClockControls:
         return speed_label(self.rate)
 
 
+TIMES = "\u00d7"  # the multiplication sign, so "2" reads as a speed: 2 times
+
+
 def speed_label(rate: float) -> str:
-    return f"{rate:g}×"
+    return f"{rate:g}{TIMES}"
 
 
 def clock_controls(rate: float, paused: bool) -> ClockControls:

@@ -163,7 +163,7 @@ def broker_actions(broker: Mapping[str, Any]) -> tuple[Action, ...]:
     )
     shutdown = act(
         "shutdown",
-        "Shut down",
+        "Shutdown",
         not down and not paused,
         f"Controlled shutdown of broker {bid}: it moves its leaderships away, then stops",
         not_running if down else f"broker {bid} is paused; resume it first",

@@ -15,8 +15,8 @@ from typing import Any
 from lab.engine.events import Event
 from lab.visuals.charts import Sample, charts
 from lab.visuals.clients import client_stats, clients_view
-from lab.visuals.cluster_map import cluster_map
 from lab.visuals.clock import ClockTime, LabStatus, clock_controls
+from lab.visuals.cluster_map import cluster_map
 from lab.visuals.groups import groups_view
 from lab.visuals.partition_log import partition_logs
 from lab.visuals.timeline import timeline, timeline_filters

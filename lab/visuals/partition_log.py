@@ -16,7 +16,7 @@ from typing import Any
 
 from lab.visuals.glossary import tip
 
-WINDOW = 30  # offset cells drawn per row
+WINDOW = 24  # offset cells drawn per row
 ROOM = 2  # empty cells after the longest log: where the next records go
 
 

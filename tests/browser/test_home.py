@@ -1,4 +1,4 @@
-"""The home page in a real browser."""
+"""The home page and the login in a real browser."""
 
 from __future__ import annotations
 
@@ -7,17 +7,25 @@ from pathlib import Path
 
 from playwright.sync_api import Page, expect
 
+from tests.browser.helpers import log_in
 from tests.lab_server import LabServer
 
 
-def test_home_shows_zookeeper_answering(page: Page, live_lab: LabServer, artifacts: Path) -> None:
+def test_a_newcomer_logs_in_and_sees_zookeeper_and_the_demo_lab(
+    page: Page, live_lab: LabServer, artifacts: Path
+) -> None:
     page.goto(live_lab.url + "/")
+    expect(page).to_have_url(re.compile(r"/accounts/login/\?next=/$"))
+    expect(page.get_by_role("heading", level=1)).to_have_text("Log in to Kafka Lab")
+    expect(page.locator("#zookeeper-status")).to_contain_text("ZooKeeper answers at")
+    page.screenshot(path=artifacts / "login.png", full_page=True)
 
+    log_in(page, live_lab)
     expect(page.get_by_role("heading", level=1)).to_have_text("The lab is up")
     card = page.locator("#zookeeper-status")
     expect(card).to_contain_text("ZooKeeper answers at")
     expect(card.locator("dd").first).to_have_text(re.compile(r"^\d+\.\d+\.\d+$"))
-    expect(page.get_by_text("No cluster is running in this server.")).to_be_visible()
+    expect(page.get_by_role("link", name="Demo")).to_be_visible()
     assert page.evaluate("htmx.version").startswith("2.0.")
 
     page.screenshot(path=artifacts / "home-light.png", full_page=True)
@@ -26,7 +34,7 @@ def test_home_shows_zookeeper_answering(page: Page, live_lab: LabServer, artifac
 
 
 def test_htmx_refreshes_the_zookeeper_card(page: Page, live_lab: LabServer) -> None:
-    page.goto(live_lab.url + "/")
+    log_in(page, live_lab)
 
     with page.expect_response(lambda r: r.url.endswith("/status/zookeeper/"), timeout=15_000) as refresh:
         pass

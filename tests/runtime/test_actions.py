@@ -33,8 +33,27 @@ def test_bad_parameters_are_refused_by_name(name: str, params: dict, match: str)
 
 
 def test_every_control_the_pages_offer_is_known() -> None:
-    offered = {"kill", "restart", "pause", "resume", "slow", "isolate", "heal", "shutdown", "produce",
-               "topic-create", "client-producer", "client-consumer", "client-stop", "client-crash",
-               "client-remove", "clock-pause", "clock-resume", "clock-step", "clock-speed", "clock-reset"}
+    offered = {
+        "kill",
+        "restart",
+        "pause",
+        "resume",
+        "slow",
+        "isolate",
+        "heal",
+        "shutdown",
+        "produce",
+        "topic-create",
+        "client-producer",
+        "client-consumer",
+        "client-stop",
+        "client-crash",
+        "client-remove",
+        "clock-pause",
+        "clock-resume",
+        "clock-step",
+        "clock-speed",
+        "clock-reset",
+    }
     assert set(PARSERS) == offered
     assert callable(plan("kill", {"broker": "3"}))

@@ -37,10 +37,12 @@ def test_pause_freezes_and_resume_carries_on_from_there() -> None:
     wall.t += 1
     clock.pause(clock.target())
     wall.t += 100
-    assert clock.target() == 1000 and clock.effective_rate == 0
+    assert clock.target() == 1000
+    assert clock.effective_rate == 0
     clock.resume(1000)
     wall.t += 1
-    assert clock.target() == 2000 and clock.effective_rate == 1
+    assert clock.target() == 2000
+    assert clock.effective_rate == 1
 
 
 def test_a_rate_out_of_range_is_refused_and_the_rate_stays() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import threading
 import time
 from collections.abc import Iterator
@@ -11,7 +12,7 @@ from pathlib import Path
 import pytest
 from channels.layers import InMemoryChannelLayer
 
-from lab.engine.errors import IllegalArgument, IllegalState
+from lab.engine.errors import IllegalArgument, IllegalState, TopicAlreadyExists
 from lab.runtime.broadcast import Broadcaster
 from lab.runtime.live import LiveLab
 from lab.runtime.spec import LabSpec, TopicSpec
@@ -32,14 +33,14 @@ class FakeWall:
 
 
 def spec(tmp_path: Path, slug: str = "t", **kw: object) -> LabSpec:
-    fields: dict[str, object] = dict(
-        slug=slug,
-        name=slug,
-        data_dir=str(tmp_path / slug),
-        chroot=f"/kafka-lab/tests/{slug}-{time.time_ns()}",
-        config=FAST,
-        topics=(TopicSpec(name="orders", partitions=3, replication_factor=3),),
-    )
+    fields: dict[str, object] = {
+        "slug": slug,
+        "name": slug,
+        "data_dir": str(tmp_path / slug),
+        "chroot": f"/kafka-lab/tests/{slug}-{time.time_ns()}",
+        "config": FAST,
+        "topics": (TopicSpec(name="orders", partitions=3, replication_factor=3),),
+    }
     fields.update(kw)
     return LabSpec(**fields)  # type: ignore[arg-type]
 
@@ -77,7 +78,7 @@ def test_commands_run_on_the_driver_thread_and_only_there(lab: LiveLab) -> None:
 
 
 def test_a_kafka_error_comes_back_to_the_caller_and_changes_nothing(lab: LiveLab) -> None:
-    with pytest.raises(IllegalState, match="broker 2 is running; kill it or stop it first|broker 2 is running"):
+    with pytest.raises(IllegalState, match="broker 2 is running"):
         lab.act("restart", {"broker": "2"}).result(10)
     with pytest.raises(IllegalArgument, match="broker must be a whole number, not 'two'"):
         lab.act("kill", {"broker": "two"}).result(10)
@@ -98,7 +99,7 @@ def test_virtual_time_follows_the_wall_at_the_clocks_rate(lab: LiveLab, wall: Fa
     ticks_later(lab)
     assert now_ms(lab) == start + 2000
     assert lab.spec.rate == 2.0
-    with pytest.raises(IllegalArgument, match="the clock runs at 0.1x to 10x, not 20x"):
+    with pytest.raises(IllegalArgument, match=r"the clock runs at 0\.1x to 10x, not 20x"):
         lab.act("clock-speed", {"rate": "20"}).result(10)
 
 
@@ -108,7 +109,10 @@ def test_pause_stops_virtual_time_and_step_moves_it(lab: LiveLab, wall: FakeWall
     wall.now += 5.0
     ticks_later(lab)
     assert now_ms(lab) == paused_at
-    assert lab.act("clock-step", {"ms": "100"}).result(10) == f"Stepped 100 ms: {paused_at} ms → {paused_at + 100} ms."
+    assert (
+        lab.act("clock-step", {"ms": "100"}).result(10)
+        == f"Stepped 100 ms: {paused_at} ms → {paused_at + 100} ms."
+    )
     stepped = lab.act("clock-step", {"events": "1"}).result(10)
     assert stepped.startswith("Stepped 1 event(s):")
     with pytest.raises(IllegalState, match="the clock is already paused"):
@@ -177,7 +181,7 @@ def test_frames_are_coalesced_and_unchanged_views_are_not_sent(tmp_path: Path) -
         while time.monotonic() < deadline and len(frames) < 12:
             message = asyncio.run_coroutine_threadsafe(layer.receive(channel), loop).result(5)
             frames.append((float(message["made_at"]), message))  # type: ignore[arg-type]
-        gaps = [b[0] - a[0] for a, b in zip(frames, frames[1:], strict=False)]
+        gaps = [b[0] - a[0] for a, b in itertools.pairwise(frames)]
         assert len(frames) >= 5
         assert min(gaps) >= 0.1, gaps  # at most one frame every 100 ms
         for _, message in frames:
@@ -193,7 +197,8 @@ def test_frames_are_coalesced_and_unchanged_views_are_not_sent(tmp_path: Path) -
         ticks_later(live, 15)
         quiet_from = live.frame.seq
         ticks_later(live, 15)
-        assert live.frame.seq == quiet_from and quiet_from <= seq + 2
+        assert live.frame.seq == quiet_from
+        assert quiet_from <= seq + 2
     finally:
         live.stop()
         loop.call_soon_threadsafe(loop.stop)
@@ -201,26 +206,36 @@ def test_frames_are_coalesced_and_unchanged_views_are_not_sent(tmp_path: Path) -
         loop.close()
 
 
-def test_reset_rebuilds_the_cluster_with_fresh_data_and_the_specs_topics(lab: LiveLab, wall: FakeWall) -> None:
+def test_reset_rebuilds_the_cluster_with_fresh_data_and_the_specs_topics(
+    lab: LiveLab, wall: FakeWall
+) -> None:
     lab.act("produce", {"topic": "orders", "count": "3", "key": "k", "acks": "1"})
     wall.now += 1.0
     ticks_later(lab)
-    leo = lab.submit(lambda lab: max(p["logs"][str(p["leader"])]["log_end_offset"]
-                                     for p in lab.cluster.snapshot()["topics"]["orders"]["partitions"])).result(10)
+    leo = lab.submit(
+        lambda lab: max(
+            p["logs"][str(p["leader"])]["log_end_offset"]
+            for p in lab.cluster.snapshot()["topics"]["orders"]["partitions"]
+        )
+    ).result(10)
     assert leo == 3
     assert lab.act("clock-reset", {}).result(30) == "Lab reset: a fresh cluster with fresh data."
     snap = lab.submit(lambda lab: lab.cluster.snapshot()).result(10)
-    assert [p["logs"][str(p["leader"])]["log_end_offset"] for p in snap["topics"]["orders"]["partitions"]] == [0, 0, 0]
+    assert [
+        p["logs"][str(p["leader"])]["log_end_offset"] for p in snap["topics"]["orders"]["partitions"]
+    ] == [0, 0, 0]
     assert lab.state == "running"
 
 
 def test_a_topic_made_on_the_page_is_recorded_in_the_spec(lab: LiveLab) -> None:
-    text = lab.act("topic-create", {"name": "payments", "partitions": "2", "replication_factor": "2",
-                                    "min_insync_replicas": "2"}).result(10)
+    text = lab.act(
+        "topic-create",
+        {"name": "payments", "partitions": "2", "replication_factor": "2", "min_insync_replicas": "2"},
+    ).result(10)
     assert text == "Topic payments created: 2 partition(s), replication factor 2."
     assert [t.name for t in lab.spec.topics] == ["orders", "payments"]
     assert lab.spec.topics[1].config == {"min.insync.replicas": "2"}
-    with pytest.raises(Exception, match="TOPIC_ALREADY_EXISTS|already exists"):
+    with pytest.raises(TopicAlreadyExists, match="Topic 'payments' already exists"):
         lab.act("topic-create", {"name": "payments"}).result(10)
 
 
@@ -262,7 +277,8 @@ def test_on_zookeeper_a_restarted_lab_keeps_its_data_and_znodes(tmp_path: Path, 
         assert again.state == "running", again.error
         frame = again.wait_for_frame(lambda f: total(f) == 10 and f.views["zookeeper"].count > 0, 30)
         paths = {n.path for n in frame.views["zookeeper"].nodes}  # type: ignore[attr-defined]
-        assert "/brokers/topics/orders" in paths and "/controller" in paths
+        assert "/brokers/topics/orders" in paths
+        assert "/controller" in paths
         assert frame.views["status"].store == "zookeeper"  # type: ignore[attr-defined]
     finally:
         again.stop()

@@ -23,6 +23,7 @@ def test_labs_start_once_and_stop_together(tmp_path: Path) -> None:
         assert {s.name for s in running_labs()} >= {"a", "b"}  # the home page sees them
     finally:
         runtime.stop_all()
-    assert runtime.labs() == [] and runtime.get("a") is None
+    assert runtime.labs() == []
+    assert runtime.get("a") is None
     assert first.state == second.state == "stopped"
     assert not {s.name for s in running_labs()} & {"a", "b"}

@@ -8,13 +8,18 @@ from lab.visuals.clients import ClientStats
 
 def test_get_looks_up_a_key_and_is_empty_when_missing() -> None:
     assert get({"leader": "The leader."}, "leader") == "The leader."
-    assert get({}, "x") == "" and get(None, "x") == ""
+    assert get({}, "x") == ""
+    assert get(None, "x") == ""
 
 
 def test_names_become_safe_ids() -> None:
-    assert domid("orders") == "orders" and domid("my topic/1") == "my_topic_1" and domid("a.b-c_d") == "a.b-c_d"
+    assert domid("orders") == "orders"
+    assert domid("my topic/1") == "my_topic_1"
+    assert domid("a.b-c_d") == "a.b-c_d"
 
 
 def test_stats_of_a_client() -> None:
     stats = ClientStats(rows=(("p", (("sent", "3"),)),))
-    assert stats_of(stats, "p") == (("sent", "3"),) and stats_of(stats, "q") == () and stats_of(None, "p") == ()
+    assert stats_of(stats, "p") == (("sent", "3"),)
+    assert stats_of(stats, "q") == ()
+    assert stats_of(None, "p") == ()

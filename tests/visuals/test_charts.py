@@ -15,10 +15,18 @@ def test_a_sample_sums_the_leaders_gap_over_user_topics_and_takes_each_groups_la
     snap["topics"]["orders"]["partitions"][0] = partition(
         0, [1, 2], leader=1, isr=[1, 2], logs={1: log(0, 3, 8, role="leader"), 2: log(0, 3, 3)}
     )
-    snap["topics"]["__consumer_offsets"] = {"config": {}, "partitions": [
-        partition(0, [1], leader=1, isr=[1], logs={1: log(0, 0, 9, role="leader")})]}
+    snap["topics"]["__consumer_offsets"] = {
+        "config": {},
+        "partitions": [partition(0, [1], leader=1, isr=[1], logs={1: log(0, 0, 9, role="leader")})],
+    }
     s = sample(snap, produced=10, consumed=4)
-    assert (s.hw_gap, s.lag, s.produced, s.consumed, s.time_ms) == (5, (("audit", 0), ("billing", 7)), 10, 4, 1200)
+    assert (s.hw_gap, s.lag, s.produced, s.consumed, s.time_ms) == (
+        5,
+        (("audit", 0), ("billing", 7)),
+        10,
+        4,
+        1200,
+    )
 
 
 def test_throughput_is_records_per_virtual_second() -> None:
@@ -34,8 +42,10 @@ def test_points_fill_the_window_from_left_to_right() -> None:
     samples = [_s(t, 0, gap=t // 600) for t in range(0, 30_001, 500)]
     gap = charts(samples, window_ms=30_000).charts[1]
     points = [tuple(map(float, p.split(","))) for p in gap.series[0].points.split()]
-    assert points[0] == (0.0, HEIGHT) and points[-1] == (WIDTH, 0.0)
-    assert gap.y_max == 50.0 and gap.series[0].last == 50.0
+    assert points[0] == (0.0, HEIGHT)
+    assert points[-1] == (WIDTH, 0.0)
+    assert gap.y_max == 50.0
+    assert gap.series[0].last == 50.0
 
 
 def test_lag_has_a_line_per_group_with_its_own_dash() -> None:

@@ -5,11 +5,34 @@ from __future__ import annotations
 from lab.visuals.clients import client_stats, clients_view
 from tests.visuals.snapshots import three_brokers
 
-PRODUCER = {"name": "checkout", "kind": "producer", "state": "running", "topic": "orders", "rate": 5.0,
-            "sent": 12, "acked": 11, "failed": 0}
-CONSUMER = {"name": "billing-1", "kind": "consumer", "state": "crashed", "group": "billing", "topics": ["orders"],
-            "processing_ms": 50, "assignment": [["orders", 0]], "consumed": 7}
-DASHBOARD = {"name": "dashboard-acks-all", "kind": "producer", "state": "running", "sent": 3, "acked": 3, "failed": 0}
+PRODUCER = {
+    "name": "checkout",
+    "kind": "producer",
+    "state": "running",
+    "topic": "orders",
+    "rate": 5.0,
+    "sent": 12,
+    "acked": 11,
+    "failed": 0,
+}
+CONSUMER = {
+    "name": "billing-1",
+    "kind": "consumer",
+    "state": "crashed",
+    "group": "billing",
+    "topics": ["orders"],
+    "processing_ms": 50,
+    "assignment": [["orders", 0]],
+    "consumed": 7,
+}
+DASHBOARD = {
+    "name": "dashboard-acks-all",
+    "kind": "producer",
+    "state": "running",
+    "sent": 3,
+    "acked": 3,
+    "failed": 0,
+}
 
 
 def test_rows_say_what_each_client_does_and_which_controls_apply() -> None:
@@ -19,12 +42,19 @@ def test_rows_say_what_each_client_does_and_which_controls_apply() -> None:
     assert (consumer.state_label, consumer.glyph) == ("crashed", "✕")
     assert consumer.target == "orders · group billing · owns orders-0"
     assert {a.name: a.enabled for a in consumer.actions} == {
-        "client-stop": False, "client-crash": False, "client-remove": True}
+        "client-stop": False,
+        "client-crash": False,
+        "client-remove": True,
+    }
     assert dict(consumer.actions[0].params) == {"name": "billing-1"}
     producer = rows["checkout"]
     assert {a.name: a.enabled for a in producer.actions} == {
-        "client-stop": True, "client-crash": True, "client-remove": True}
-    assert not rows["dashboard-acks-all"].simulated and rows["dashboard-acks-all"].actions == ()
+        "client-stop": True,
+        "client-crash": True,
+        "client-remove": True,
+    }
+    assert not rows["dashboard-acks-all"].simulated
+    assert rows["dashboard-acks-all"].actions == ()
     assert view.topics == ("orders",)
 
 
@@ -33,4 +63,9 @@ def test_counters_are_a_view_of_their_own() -> None:
     after = three_brokers(clients=[{**PRODUCER, "sent": 13, "acked": 13}])
     assert clients_view(before) == clients_view(after)  # the controls are not redrawn for a counter
     assert client_stats(before) != client_stats(after)
-    assert client_stats(after).of("checkout") == (("sent", "13"), ("acked", "13"), ("failed", "0"), ("rate", "5/s"))
+    assert client_stats(after).of("checkout") == (
+        ("sent", "13"),
+        ("acked", "13"),
+        ("failed", "0"),
+        ("rate", "5/s"),
+    )

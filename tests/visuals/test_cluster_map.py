@@ -25,7 +25,8 @@ def test_controller_and_states_are_marked() -> None:
     snap = three_brokers(brokers=[broker(1, controller=True), broker(2, "killed"), broker(3, "paused")])
     view = cluster_map(snap, {})
     b1, b2, b3 = view.brokers
-    assert b1.controller and not b2.controller
+    assert b1.controller
+    assert not b2.controller
     assert (b2.state_label, b2.glyph, b2.session_label) == ("killed", "✕", "no session")
     assert (b3.state_label, b3.glyph) == ("paused", "❚❚")
     assert "zookeeper.session.timeout.ms: lab 6000, Kafka 18000" in b2.state_tip
@@ -45,8 +46,10 @@ def test_a_replica_out_of_the_isr_and_an_offline_one_are_said_in_words() -> None
     assert leader.label == "leader, in ISR"
     assert lagging.label == "follower, out of ISR"
     assert "replica.lag.time.max.ms: lab 10000, Kafka 30000" in lagging.title
-    assert dead.label == "follower, out of ISR, offline" and not dead.online
-    assert row.under_replicated and not row.offline
+    assert dead.label == "follower, out of ISR, offline"
+    assert not dead.online
+    assert row.under_replicated
+    assert not row.offline
 
 
 def test_an_offline_partition_has_no_leader() -> None:
@@ -56,7 +59,8 @@ def test_an_offline_partition_has_no_leader() -> None:
     )
     view = cluster_map(snap, {})
     row = view.topics[0].partitions[2]
-    assert row.offline and row.leader is None
+    assert row.offline
+    assert row.leader is None
     assert "offline, no live leader" in row.title
     assert view.topics[0].offline == 1
 
@@ -93,7 +97,8 @@ def test_controls_that_do_not_apply_are_disabled_with_the_reason() -> None:
     assert cut[("heal", None)].enabled
 
     paused = _actions(type("B", (), {"actions": broker_actions(broker(1, "paused"))})())
-    assert paused[("resume", None)].enabled and not paused[("pause", None)].enabled
+    assert paused[("resume", None)].enabled
+    assert not paused[("pause", None)].enabled
     assert paused[("isolate", "zookeeper")].params == (("broker", "1"), ("from", "zookeeper"))
     assert paused[("isolate", "zookeeper")].vals == '{"broker": "1", "from": "zookeeper"}'
 

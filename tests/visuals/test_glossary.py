@@ -35,5 +35,5 @@ def test_every_marker_has_one_sentence_and_a_real_config_key() -> None:
 
 
 def test_an_unknown_key_is_refused_by_name() -> None:
-    with pytest.raises(KeyError, match="no config key 'acks.typo'"):
+    with pytest.raises(KeyError, match=r"no config key 'acks\.typo'"):
         governed_by("acks.typo", {})

@@ -13,7 +13,12 @@ GROUP = {
     "leader": "billing-1-8c0e4f6a",
     "coordinator": 2,
     "members": [
-        {"member_id": "billing-2-11112222", "client_id": "billing-2", "instance_id": None, "assignment": [["orders", 2]]},
+        {
+            "member_id": "billing-2-11112222",
+            "client_id": "billing-2",
+            "instance_id": None,
+            "assignment": [["orders", 2]],
+        },
         {
             "member_id": "billing-1-8c0e4f6a",
             "client_id": "billing-1",
@@ -63,7 +68,13 @@ def test_members_own_partitions_with_committed_offsets_and_lag() -> None:
 
 def test_rebalances_say_what_each_member_gave_up_and_received_newest_first() -> None:
     events = [
-        _rebalance(1, 1, {}, {"billing-1-8c0e4f6a": [["orders", 0], ["orders", 1], ["orders", 2]]}, ["billing-1-8c0e4f6a"]),
+        _rebalance(
+            1,
+            1,
+            {},
+            {"billing-1-8c0e4f6a": [["orders", 0], ["orders", 1], ["orders", 2]]},
+            ["billing-1-8c0e4f6a"],
+        ),
         _rebalance(
             2,
             2,

@@ -15,7 +15,9 @@ def test_records_above_the_hw_are_drawn_as_not_yet_visible() -> None:
     part = _part({1: log(0, 3, 5, role="leader"), 2: log(0, 3, 4), 3: log(0, 3, 3)})
     view = partition_log("orders", part, in_flight=[], now_ms=0, rate=1.0, config={})
     leader, f2, f3 = view.replicas
-    assert leader.cells.startswith("cccuu") and f2.cells.startswith("cccue") and f3.cells.startswith("ccce")
+    assert leader.cells.startswith("cccuu")
+    assert f2.cells.startswith("cccue")
+    assert f3.cells.startswith("ccce")
     assert [(m.label, m.at) for m in leader.markers] == [("LSO", 0), ("HW", 3), ("LEO", 5)]
     assert (f2.behind, f3.behind) == (1, 2)
     assert "2 record(s) above the HW, not yet visible to consumers" in leader.title
@@ -26,7 +28,8 @@ def test_coinciding_markers_share_one_label_with_every_tooltip() -> None:
     (replica,) = partition_log("orders", part, in_flight=[], now_ms=0, rate=1.0, config={}).replicas
     assert [(m.label, m.kinds, m.at) for m in replica.markers] == [("LSO", "lso", 0), ("HW LEO", "hw leo", 5)]
     hw_leo = replica.markers[1]
-    assert "HW = 5." in hw_leo.title and "LEO = 5." in hw_leo.title
+    assert "HW = 5." in hw_leo.title
+    assert "LEO = 5." in hw_leo.title
     assert "min.insync.replicas: lab 1, Kafka 1" in hw_leo.title
 
 
@@ -53,17 +56,46 @@ def test_offsets_one_replica_deleted_and_another_keeps_are_marked_deleted() -> N
 def test_a_fetch_in_flight_is_placed_on_its_way_with_the_time_left() -> None:
     part = _part({1: log(0, 5, 5, role="leader"), 2: log(0, 5, 5), 3: log(0, 5, 5)})
     flights = [
-        {"id": 7, "kind": "Fetch", "src": 3, "dst": 1, "sent_ms": 1000, "deliver_ms": 3000, "response": False},
+        {
+            "id": 7,
+            "kind": "Fetch",
+            "src": 3,
+            "dst": 1,
+            "sent_ms": 1000,
+            "deliver_ms": 3000,
+            "response": False,
+        },
         {"id": 8, "kind": "Fetch", "src": 1, "dst": 2, "sent_ms": 1500, "deliver_ms": 2500, "response": True},
-        {"id": 9, "kind": "Produce", "src": "producer-1", "dst": 1, "sent_ms": 1500, "deliver_ms": 2500, "response": False},
-        {"id": 10, "kind": "Fetch", "src": 2, "dst": 3, "sent_ms": 1500, "deliver_ms": 2500, "response": False},
+        {
+            "id": 9,
+            "kind": "Produce",
+            "src": "producer-1",
+            "dst": 1,
+            "sent_ms": 1500,
+            "deliver_ms": 2500,
+            "response": False,
+        },
+        {
+            "id": 10,
+            "kind": "Fetch",
+            "src": 2,
+            "dst": 3,
+            "sent_ms": 1500,
+            "deliver_ms": 2500,
+            "response": False,
+        },
     ]
     view = partition_log("orders", part, in_flight=flights, now_ms=2000, rate=0.5, config={})
-    assert [f.id for f in view.flights] == [7, 8]  # client traffic and fetches not to or from the leader are not this partition's
+    assert [f.id for f in view.flights] == [
+        7,
+        8,
+    ]  # client traffic and fetches not to or from the leader are not this partition's
     request, response = view.flights
     assert (request.src_row, request.dst_row, request.progress, request.y_now) == (2, 0, 0.5, 1.0)
     assert request.remaining_s == 2.0  # 1000 virtual ms left at half speed
-    assert response.response and response.progress == 0.5 and response.y_now == 0.5
+    assert response.response
+    assert response.progress == 0.5
+    assert response.y_now == 0.5
     paused = partition_log("orders", part, in_flight=flights, now_ms=2000, rate=0.0, config={})
     assert paused.flights[0].remaining_s is None
 

@@ -27,7 +27,8 @@ def test_newest_first_with_words_and_tone_glyphs() -> None:
     assert tones["isr_shrink"] == ("warn", "!")
     assert tones["broker_registered"] == ("good", "✓")
     assert tones["leader_election"] == ("bad", "✕")  # an unclean election loses data
-    assert view.events[-1].time_label == "0.250 s" and view.events[-1].kind_label == "broker registered"
+    assert view.events[-1].time_label == "0.250 s"
+    assert view.events[-1].kind_label == "broker registered"
 
 
 def test_only_the_newest_are_shown() -> None:

@@ -24,9 +24,12 @@ def test_ephemeral_nodes_are_marked_and_json_is_pretty() -> None:
     view = zookeeper_tree(TREE, None, chroot="/kafka-lab/demo", store="zookeeper", config={})
     assert (view.count, view.ephemerals) == (7, 3)
     ids = {n.path: n for n in view.nodes}
-    assert ids["/brokers/ids/1"].ephemeral and ids["/brokers/ids/1"].depth == 3 and ids["/brokers/ids/1"].name == "1"
+    assert ids["/brokers/ids/1"].ephemeral
+    assert ids["/brokers/ids/1"].depth == 3
+    assert ids["/brokers/ids/1"].name == "1"
     assert ids["/controller"].pretty == '{\n  "brokerid": 1,\n  "version": 1\n}'
-    assert ids["/controller_epoch"].pretty is None and ids["/controller_epoch"].summary == "3"
+    assert ids["/controller_epoch"].pretty is None
+    assert ids["/controller_epoch"].summary == "3"
     assert not any(n.new for n in view.nodes)  # the first poll: nothing to compare with
     assert "zookeeper.session.timeout.ms" in view.ephemeral_tip
 
@@ -45,5 +48,8 @@ def test_a_vanished_node_stays_one_poll_as_gone_and_a_new_one_is_flagged() -> No
 
 def test_long_data_is_summarised_on_one_line() -> None:
     long = '{"a": "' + "x" * 200 + '"}'
-    (root, node) = zookeeper_tree([_node("/"), _node("/t", long)], None, chroot="/c", store="memory", config={}).nodes
-    assert len(node.summary) == 72 and node.summary.endswith("…")
+    (_root, node) = zookeeper_tree(
+        [_node("/"), _node("/t", long)], None, chroot="/c", store="memory", config={}
+    ).nodes
+    assert len(node.summary) == 72
+    assert node.summary.endswith("…")

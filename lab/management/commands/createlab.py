@@ -37,8 +37,12 @@ class Command(BaseCommand):
         parser.add_argument("name")
         parser.add_argument("--owner", required=True, help="user name of the lab's owner")
         parser.add_argument("--brokers", type=int, default=3)
-        parser.add_argument("--config", action="append", default=[], metavar="KEY=VALUE", help="a broker config")
-        parser.add_argument("--topic", action="append", default=[], metavar="NAME:P:RF", help="a topic to create")
+        parser.add_argument(
+            "--config", action="append", default=[], metavar="KEY=VALUE", help="a broker config"
+        )
+        parser.add_argument(
+            "--topic", action="append", default=[], metavar="NAME:P:RF", help="a topic to create"
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         owner = get_user_model().objects.filter(username=options["owner"]).first()

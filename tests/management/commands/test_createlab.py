@@ -19,13 +19,27 @@ def test_creates_a_lab_with_configs_and_topics() -> None:
     make_user("ada")
     out = StringIO()
     call_command(
-        "createlab", "Failover drill", "--owner", "ada", "--brokers", "3",
-        "--config", "zookeeper.session.timeout.ms=1500", "--topic", "orders:3:3", "--topic", "audit", stdout=out,
+        "createlab",
+        "Failover drill",
+        "--owner",
+        "ada",
+        "--brokers",
+        "3",
+        "--config",
+        "zookeeper.session.timeout.ms=1500",
+        "--topic",
+        "orders:3:3",
+        "--topic",
+        "audit",
+        stdout=out,
     )
     assert "Lab 'Failover drill' created: /labs/failover-drill/ (owner ada)" in out.getvalue()
     spec = spec_of(Lab.objects.get(slug="failover-drill"))
     assert spec.config == {"zookeeper.session.timeout.ms": "1500"}
-    assert [(t.name, t.partitions, t.replication_factor) for t in spec.topics] == [("orders", 3, 3), ("audit", 1, 1)]
+    assert [(t.name, t.partitions, t.replication_factor) for t in spec.topics] == [
+        ("orders", 3, 3),
+        ("audit", 1, 1),
+    ]
 
 
 @pytest.mark.parametrize(
@@ -34,7 +48,10 @@ def test_creates_a_lab_with_configs_and_topics() -> None:
         (["x", "--owner", "nobody"], "there is no user 'nobody'"),
         (["x", "--owner", "ada", "--config", "novalue"], "--config takes KEY=VALUE"),
         (["x", "--owner", "ada", "--topic", "t:a"], "whole numbers"),
-        (["x", "--owner", "ada", "--config", "no.such=1"], "INVALID_CONFIG: Unknown broker config name: no.such"),
+        (
+            ["x", "--owner", "ada", "--config", "no.such=1"],
+            "INVALID_CONFIG: Unknown broker config name: no.such",
+        ),
     ],
 )
 def test_bad_input_is_refused_and_nothing_is_created(args: list[str], match: str) -> None:

@@ -1,0 +1,197 @@
+"""The live dashboard in real Chromium: watch the cluster, break it, watch it recover.
+
+Each test saves screenshots of the views it checks under test-artifacts/.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+
+from playwright.sync_api import Browser, Page, expect
+
+from tests.browser.helpers import create_topic, log_in, new_lab
+from tests.lab_server import LabServer
+
+# Every page of the lab shows the three HW/LEO rows of a partition's replicas in sync.
+IN_SYNC = """({topic, total: expected}) => {
+  const parts = document.querySelectorAll(`#plog-${topic} .partition-log`);
+  if (parts.length === 0) return false;
+  let total = 0;
+  for (const part of parts) {
+    const rows = part.querySelectorAll('.rlog');
+    if (rows.length !== 3) return false;
+    const leo = rows[0].dataset.leo;
+    for (const row of rows) {
+      if (row.dataset.hw !== row.dataset.leo || row.dataset.leo !== leo) return false;
+    }
+    total += Number(leo);
+  }
+  return total === expected;
+}"""
+
+
+def _shot(page: Page, artifacts: Path, name: str, selector: str | None = None) -> None:
+    if selector is None:
+        page.screenshot(path=artifacts / f"{name}.png", full_page=True)
+    else:
+        page.locator(selector).screenshot(path=artifacts / f"{name}.png")
+
+
+def test_kill_the_leader_and_watch_the_failover_then_the_rejoin(
+    page: Page, browser: Browser, live_lab: LabServer, artifacts: Path
+) -> None:
+    log_in(page, live_lab)
+    url = new_lab(page, live_lab, "Failover", session_timeout_ms=1000)
+    expect(page.get_by_text("Kafka 3.x in ZooKeeper mode").first).to_be_visible()
+    expect(page.locator("#lab-status")).to_have_attribute("data-store", "zookeeper")
+    create_topic(page, "orders", 3, 3)
+
+    # Produce and see the HW reach the LEO on every replica.
+    form = page.locator("#form-produce")
+    form.get_by_label("Topic").fill("orders")
+    form.get_by_label("Records").fill("30")
+    form.get_by_role("button", name="Produce").click()
+    expect(page.locator("#toast")).to_contain_text("30 of 30 record(s) acknowledged (acks=all)")
+    page.wait_for_function(IN_SYNC, arg={"topic": "orders", "total": 30}, timeout=10_000)
+    _shot(page, artifacts, "dashboard-produced")
+    _shot(page, artifacts, "view-partition-log", "#view-log")
+
+    # A second page on the same lab, to check both stay consistent.
+    other = page.context.new_page()
+    other.goto(url)
+    expect(other.locator("#live-status")).to_have_text("● live")
+    page.bring_to_front()  # a background tab gets no animation frames, and clicks wait for them
+
+    row = page.locator("#map-orders-0")
+    leader = row.get_attribute("data-leader")
+    assert leader in ("1", "2", "3")
+    before = time.monotonic()
+    page.locator(f"#broker-{leader} button[data-action=kill]").click()
+    clicked = time.monotonic() - before
+    # Without reloading: a new leader and a smaller ISR, within 2 seconds of the kill.
+    not_leader = re.compile(rf"^(?!{leader}$)\d$")
+    smaller_isr = re.compile(rf"^(?!.*{leader})\d,\d$")
+    expect(row).to_have_attribute("data-leader", not_leader, timeout=2000)
+    led = time.monotonic() - before
+    expect(row).to_have_attribute(
+        "data-isr", smaller_isr, timeout=max(100, int((2.0 - (time.monotonic() - before)) * 1000))
+    )
+    elapsed = time.monotonic() - before
+    assert elapsed < 2.0, (
+        f"the failover showed after {elapsed:.2f} s (click {clicked:.2f} s, leader {led:.2f} s)"
+    )
+    expect(page.locator("#toast")).to_contain_text(f"Broker {leader} killed.")
+    expect(page.locator(f"#broker-{leader}")).to_have_attribute("data-state", "killed")
+    expect(page.locator(f"#broker-{leader} button[data-action=kill]")).to_be_disabled()
+    expect(page.locator(f"#broker-{leader} .act").first).to_have_attribute(
+        "title", f"broker {leader} is not running (killed)"
+    )
+    new_leader = row.get_attribute("data-leader")
+    other_row = other.locator("#map-orders-0")
+    expect(other_row).to_have_attribute("data-leader", new_leader or "", timeout=2000)
+    expect(other_row).to_have_attribute("data-isr", smaller_isr)
+    # Its ephemeral /brokers/ids znode vanished with its session; the timeline says why.
+    expect(page.locator(f'#zookeeper li.zn:not(.gone)[data-path="/brokers/ids/{leader}"]')).to_have_count(
+        0, timeout=5000
+    )
+    expect(page.locator("#timeline .ev[data-kind=broker_killed]").first).to_be_visible()
+    # The timeline filters by broker, in the page, and keeps the filter as new events arrive.
+    page.locator(f'#timeline-filters .chip[data-filter=broker][data-value="{leader}"]').click()
+    expect(page.locator(f'#timeline .ev:not([hidden]):not([data-broker="{leader}"])')).to_have_count(0)
+    expect(page.locator(f'#timeline .ev:not([hidden])[data-broker="{leader}"]').first).to_be_visible()
+    # Each marker explains itself, with the lab's value beside Kafka's default.
+    expect(page.locator(f"#broker-{new_leader} .session")).to_have_attribute(
+        "title", re.compile(r"zookeeper\.session\.timeout\.ms: lab 1000, Kafka 18000")
+    )
+    _shot(page, artifacts, "dashboard-failover")
+    _shot(page, artifacts, "view-cluster-map", "#view-map")
+    _shot(page, artifacts, "view-zookeeper", "#view-zookeeper")
+    _shot(page, artifacts, "view-timeline", "#view-timeline")
+    other.close()
+
+    # Restart it: it recovers its log, registers, and rejoins the ISR.
+    page.locator(f"#broker-{leader} button[data-action=restart]").click()
+    expect(row).to_have_attribute("data-isr", re.compile(rf"^(?=.*{leader})\d,\d,\d$"), timeout=15_000)
+    expect(page.locator(f"#broker-{leader}")).to_have_attribute("data-state", "alive")
+    expect(page.locator(f'#zookeeper li.zn.eph:not(.gone)[data-path="/brokers/ids/{leader}"]')).to_have_count(
+        1, timeout=5000
+    )
+    page.wait_for_function(IN_SYNC, arg={"topic": "orders", "total": 30}, timeout=10_000)
+    _shot(page, artifacts, "dashboard-rejoined")
+    _shot(page, artifacts, "view-charts", "#view-charts")
+    page.emulate_media(color_scheme="dark")
+    _shot(page, artifacts, "dashboard-dark")
+    # The projector mode: larger text, one column; the choice survives a reload.
+    page.get_by_role("button", name="Large").click()
+    expect(page.locator("html")).to_have_attribute("data-size", "large")
+    page.reload()
+    expect(page.locator("html")).to_have_attribute("data-size", "large")
+    expect(page.locator("#live-status")).to_have_text("● live")
+    _shot(page, artifacts, "dashboard-large")
+
+
+def test_a_consumer_crash_shows_as_a_rebalance(page: Page, live_lab: LabServer, artifacts: Path) -> None:
+    log_in(page, live_lab)
+    new_lab(page, live_lab, "Groups", session_timeout_ms=3000)
+    create_topic(page, "orders", 3, 3)
+
+    producer = page.locator("#form-add-producer")
+    producer.get_by_label("Topic").fill("orders")
+    producer.get_by_label("Records/s").fill("20")
+    producer.get_by_role("button", name="Add producer").click()
+    expect(page.locator("#toast")).to_contain_text("writes 20 record(s)/s to orders")
+    for name in ("c1", "c2"):
+        consumer = page.locator("#form-add-consumer")
+        consumer.get_by_label("Group").fill("billing")
+        consumer.get_by_label("Topics").fill("orders")
+        consumer.get_by_label("session.timeout.ms").fill("3000")
+        consumer.get_by_label("Name").fill(name)
+        consumer.get_by_role("button", name="Add consumer").click()
+        expect(page.locator("#toast")).to_contain_text(f"Simulated consumer {name} joins group billing")
+
+    group = page.locator("#group-billing")
+    expect(group).to_have_attribute("data-state", "Stable", timeout=15_000)
+    expect(group.locator(".members li")).to_have_count(2, timeout=15_000)
+    expect(page.locator("#client-c2 .stats")).to_contain_text("consumed", timeout=5000)
+    generation = int(group.get_attribute("data-generation") or "0")
+    _shot(page, artifacts, "view-groups-before-crash", "#view-groups")
+
+    page.locator("#client-c2 button[data-action=client-crash]").click()
+    expect(page.locator("#toast")).to_contain_text("c2 crashed.")
+    expect(page.locator("#client-c2")).to_have_attribute("data-state", "crashed")
+    # The coordinator notices after c2's session times out, and the group rebalances without it.
+    latest = group.locator(f'.rebalance[data-generation="{generation + 1}"]')
+    expect(latest).to_be_visible(timeout=15_000)
+    expect(latest).to_contain_text("c2")
+    expect(latest).to_contain_text("gave up")
+    expect(latest).to_contain_text("received")
+    expect(group.locator(".members li")).to_have_count(1)
+    expect(group).to_have_attribute("data-state", "Stable", timeout=10_000)
+    _shot(page, artifacts, "view-groups-after-crash", "#view-groups")
+
+
+def test_the_page_reconnects_and_resyncs_after_a_server_restart(
+    page: Page, zookeeper: str, tmp_path: Path, artifacts: Path
+) -> None:
+    server = LabServer(tmp_path / "restart", zookeeper=zookeeper)
+    try:
+        server.start()
+        log_in(page, server)
+        page.goto(server.url + "/labs/demo/")
+        expect(page.locator("#live-status")).to_have_text("● live")
+        frame = page.locator("#lab-frame")
+        expect(frame).to_have_attribute("data-frame", re.compile(r"\d+"))
+        assert server.stop() == 0, server.output()
+        expect(page.locator("#live-status")).to_have_text("reconnecting…", timeout=10_000)
+        server.start()
+        expect(page.locator("#live-status")).to_have_text("● live", timeout=20_000)
+        # The server's frames count from 1 again: a resync shows its full state, live.
+        expect(page.locator("#cluster-map th.broker")).to_have_count(3, timeout=20_000)
+        start = page.locator("#clock-time").get_attribute("data-time-ms")
+        expect(page.locator("#clock-time")).not_to_have_attribute("data-time-ms", start or "", timeout=5000)
+        _shot(page, artifacts, "dashboard-after-restart")
+    finally:
+        server.stop()
+        (artifacts / "restart-server.log").write_text(server.output())
