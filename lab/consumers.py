@@ -10,8 +10,10 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from asgiref.sync import sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
+from lab import access
 from lab.labs import live_of
 from lab.models import Lab
 from lab.runtime.broadcast import broadcaster
@@ -21,6 +23,10 @@ from lab.runtime.live import LiveLab
 # browser sees the handshake fail; tests see the code).
 NOT_LOGGED_IN = 4401
 NOT_YOURS = 4404
+
+
+def _visible(user: Any, slug: str) -> Lab | None:
+    return access.visible_labs(user).filter(slug=slug).first()
 
 
 class LabConsumer(AsyncWebsocketConsumer):
@@ -33,7 +39,7 @@ class LabConsumer(AsyncWebsocketConsumer):
             await self.close(code=NOT_LOGGED_IN)
             return
         slug = self.scope["url_route"]["kwargs"]["slug"]
-        lab = await Lab.objects.filter(slug=slug, owner=user).afirst()
+        lab = await sync_to_async(_visible)(user, slug)
         if lab is None:  # another person's lab, or none: the same answer for both
             await self.close(code=NOT_YOURS)
             return

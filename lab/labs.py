@@ -251,11 +251,14 @@ def ensure_demo_user() -> tuple[Any, str]:
     The password is never in the code: it is made here, stored in ``<LAB_DATA_DIR>/demo-password``
     and printed by ``make run``. A lost file gets a new password.
     """
+    from lab.accounts.models import Role, set_role
+
     User = get_user_model()
     path = _password_file()
     user = User.objects.filter(username=DEMO_USER).first()
     password = path.read_text().strip() if path.is_file() else ""
     if user is not None and password and user.check_password(password):
+        set_role(user, Role.INSTRUCTOR)
         return user, password
     password = secrets.token_urlsafe(12)
     if user is None:
@@ -263,6 +266,8 @@ def ensure_demo_user() -> tuple[Any, str]:
     else:
         user.set_password(password)
         user.save(update_fields=["password"])
+    # The person who runs `make run` is the lab's first instructor.
+    set_role(user, Role.INSTRUCTOR)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as out:

@@ -64,6 +64,8 @@ INSTALLED_APPS = [
     "django_htmx",
     "template_partials",
     "lab.apps.LabConfig",
+    "lab.accounts.apps.AccountsConfig",
+    "lab.classroom.apps.ClassroomConfig",
 ]
 
 MIDDLEWARE = [

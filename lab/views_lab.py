@@ -11,14 +11,16 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.views import redirect_to_login
 from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import render
 from django.template.loader import render_to_string
 from django.views.decorators.http import require_GET, require_POST
 
+from lab import access
 from lab.engine.config import TOPIC_KEYS
 from lab.engine.errors import IllegalArgument, KafkaError
 from lab.labs import asave_spec, live_of
@@ -34,7 +36,7 @@ ACT_TIMEOUT_S = 60.0
 @require_GET
 @login_required
 def lab_page(request: HttpRequest, slug: str) -> HttpResponse:
-    lab = get_object_or_404(Lab, slug=slug, owner=request.user)
+    lab = access.lab_for(request.user, slug)
     live = live_of(lab)
     frame = live.frame
     renderer = live.renderer
@@ -49,6 +51,7 @@ def lab_page(request: HttpRequest, slug: str) -> HttpResponse:
         {
             "lab": lab,
             "html": html,
+            "can_act": access.can_act(request.user, lab),
             "kafka_version": settings.LAB_KAFKA_VERSION,
             "simulated": isinstance(index, TopicIndex) and index.simulated_clients,
             "first_topic": topics[0] if topics else "",
@@ -66,9 +69,7 @@ def _toast(ok: bool, text: str, status: int = 200) -> HttpResponse:
 
 async def _lab_for(request: HttpRequest, slug: str) -> Lab:
     user = await request.auser()  # type: ignore[attr-defined]
-    lab = await Lab.objects.filter(slug=slug, owner=user).afirst()
-    if lab is None:
-        raise Http404("no such lab")
+    lab: Lab = await sync_to_async(access.lab_for)(user, slug, act=True)
     return lab
 
 

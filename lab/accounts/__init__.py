@@ -1,0 +1,1 @@
+"""Who is who: roles (instructor, student) and API tokens."""

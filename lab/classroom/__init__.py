@@ -1,0 +1,1 @@
+"""The classroom: exercise progress, and instructors' demos that students follow."""

@@ -1,0 +1,56 @@
+"""A demo is an instructor's lab that students join with a code and watch; progress is per student and exercise."""
+
+from __future__ import annotations
+
+import secrets
+
+from django.conf import settings
+from django.db import models
+
+from lab.models import Lab
+
+CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I: read aloud in class
+
+
+def new_join_code() -> str:
+    return "".join(secrets.choice(CODE_ALPHABET) for _ in range(6))
+
+
+class Demo(models.Model):
+    lab = models.OneToOneField(Lab, on_delete=models.CASCADE, related_name="demo")
+    join_code = models.CharField(max_length=12, unique=True, default=new_join_code)
+    active = models.BooleanField(default=True)
+    created = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"demo {self.lab} ({self.join_code})"
+
+
+class DemoViewer(models.Model):
+    demo = models.ForeignKey(Demo, on_delete=models.CASCADE, related_name="viewers")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="demos_joined")
+    joined = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["demo", "user"], name="one_join_per_demo")]
+
+    def __str__(self) -> str:
+        return f"{self.user} watches {self.demo}"
+
+
+class ExerciseProgress(models.Model):
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="exercise_progress"
+    )
+    exercise = models.SlugField(max_length=100)
+    lab = models.ForeignKey(Lab, on_delete=models.SET_NULL, null=True, blank=True)
+    answers = models.JSONField(default=dict, blank=True)  # question index -> chosen index
+    checks = models.JSONField(default=dict, blank=True)  # check index -> when it passed (ISO time)
+    started = models.DateTimeField(auto_now_add=True)
+    completed = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["user", "exercise"], name="one_progress_per_exercise")]
+
+    def __str__(self) -> str:
+        return f"{self.user} / {self.exercise}"
