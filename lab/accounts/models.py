@@ -17,9 +17,11 @@ from django.utils import timezone
 TOKEN_PREFIX = "klab_"
 
 
-class Role(models.TextChoices):
-    STUDENT = "student", "Student"
-    INSTRUCTOR = "instructor", "Instructor"
+class Role:
+    STUDENT = "student"
+    INSTRUCTOR = "instructor"
+    values = (STUDENT, INSTRUCTOR)
+    choices = ((STUDENT, "Student"), (INSTRUCTOR, "Instructor"))
 
 
 class Profile(models.Model):
@@ -34,9 +36,9 @@ def role_of(user: Any) -> str:
     if not getattr(user, "is_authenticated", False):
         return "anonymous"
     if user.is_staff:
-        return str(Role.INSTRUCTOR)
+        return Role.INSTRUCTOR
     profile = Profile.objects.filter(user=user).first()
-    return str(profile.role) if profile is not None else str(Role.STUDENT)
+    return str(profile.role) if profile is not None else Role.STUDENT
 
 
 def set_role(user: Any, role: str) -> None:
