@@ -202,6 +202,15 @@ def dom_id(text: str) -> str:
     return _ID_UNSAFE.sub("_", text)
 
 
+# Fragments that extensions add to frames (a view key, or its prefix before ":", to a template
+# that draws it with ``v``, the view model): see LiveLab.add_view.
+EXTRA_FRAGMENTS: dict[str, str] = {}
+
+
+def register_fragment(key: str, template: str) -> None:
+    EXTRA_FRAGMENTS[key] = template
+
+
 class TemplateRenderer:
     """Fragments of ``lab/live.html`` as out-of-band HTML (one renderer per lab: URLs need its slug)."""
 
@@ -224,6 +233,9 @@ class TemplateRenderer:
         return ctx
 
     def fragment(self, key: str, views: Mapping[str, object]) -> str:
+        extra = EXTRA_FRAGMENTS.get(key.split(":", 1)[0])
+        if extra is not None:
+            return render_to_string(extra, {"v": views.get(key), "key": key, "views": views})
         name = "plog" if key.startswith("plog:") else key
         ctx = self.context(key, views)
         if name == "plog":

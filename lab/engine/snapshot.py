@@ -100,10 +100,17 @@ def partition_view(cluster: Cluster, tp: TopicPartition, *, segments: bool = Fal
 
 def take(cluster: Cluster, *, segments: bool = False) -> dict[str, Any]:
     assignments, _, configs, controller_epoch = _controller_view(cluster)
+    ctx = cluster.ctx.controller_context
+    moving = {} if ctx is None else dict(ctx.reassignments)
     topics: dict[str, Any] = {}
     for tp in sorted(assignments):
-        topic = topics.setdefault(tp.topic, {"config": configs.get(tp.topic, {}), "partitions": []})
+        topic = topics.setdefault(
+            tp.topic, {"config": configs.get(tp.topic, {}), "partitions": [], "reassigning": {}}
+        )
         topic["partitions"].append(partition_view(cluster, tp, segments=segments))
+        if tp in moving:
+            # A reassignment under way: the replicas it is moving to (the partition lists both sets meanwhile).
+            topic["reassigning"][str(tp.partition)] = list(moving[tp])
     controller = cluster.controller_id()
     brokers = []
     for broker_id in cluster.broker_ids:

@@ -109,6 +109,11 @@ class LiveLab:
             seq=0, views={}, meta=FrameMeta(seq=0, time_ms=0, made_at=time.time(), event_at=time.time())
         )
         self._subscribers = 0
+        # Extensions (exercise checks, scenario players) hook in here instead of editing the loop:
+        # tick hooks run on the driver thread after each advance; view hooks add view models to
+        # every frame (rendered by a fragment registered with the renderer).
+        self._tick_hooks: dict[str, Callable[[LiveLab], None]] = {}
+        self._view_hooks: dict[str, Callable[[LiveLab], object]] = {}
         self._reset_state()
         # A first frame before the cluster exists, so a page can be drawn while the lab starts.
         self._frame = Frame(
@@ -305,6 +310,40 @@ class LiveLab:
         self._reset_state()
         self._build()
 
+    # ------------------------------------------------------------------ extensions
+
+    def add_tick_hook(self, name: str, hook: Callable[[LiveLab], None]) -> None:
+        """Run ``hook(lab)`` on the driver thread after every advance of the clock (replaces ``name``)."""
+        self._tick_hooks[name] = hook
+
+    def remove_tick_hook(self, name: str) -> None:
+        self._tick_hooks.pop(name, None)
+
+    def add_view(self, key: str, view: Callable[[LiveLab], object]) -> None:
+        """Add ``view(lab)`` to every frame under ``key`` (driver thread; a renderer fragment draws it)."""
+        self._view_hooks[key] = view
+
+    def remove_view(self, key: str) -> None:
+        self._view_hooks.pop(key, None)
+
+    def _run_tick_hooks(self) -> None:
+        for name, hook in list(self._tick_hooks.items()):
+            try:
+                hook(self)
+            except Exception:
+                log.exception("lab %s: tick hook %s failed; it is removed", self.slug, name)
+                self._tick_hooks.pop(name, None)
+
+    def _hooked_views(self) -> dict[str, object]:
+        out: dict[str, object] = {}
+        for key, view in list(self._view_hooks.items()):
+            try:
+                out[key] = view(self)
+            except Exception:
+                log.exception("lab %s: view hook %s failed; it is removed", self.slug, key)
+                self._view_hooks.pop(key, None)
+        return out
+
     # ------------------------------------------------------------------ the driver
 
     def _run(self) -> None:
@@ -333,6 +372,7 @@ class LiveLab:
                     try:
                         self._advance()
                         self._settle_waiting()
+                        self._run_tick_hooks()
                         self._maybe_poll_tree()
                     except Exception as error:
                         log.exception("lab %s: the engine failed", self.slug)
@@ -593,6 +633,7 @@ class LiveLab:
         made_at = time.time()
         inputs = self._collect()
         views = build(inputs)
+        views.update(self._hooked_views())
         first_step = self._first_step_at or made_at
         self._first_step_at = None
         previous = self._frame
