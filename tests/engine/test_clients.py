@@ -205,3 +205,18 @@ def test_retention_past_the_position_gives_offset_out_of_range() -> None:
         strict.seek("t", 0, 0)  # below the log start offset now
         with pytest.raises(OffsetOutOfRange):
             strict.poll(timeout_ms=1000)
+
+
+def test_max_in_flight_one_keeps_a_single_request_outstanding_per_broker() -> None:
+    with checked_cluster(1, config={"lab.network.latency.ms": "20"}) as c:
+        c.create_topic("t", partitions=3)
+        p = c.producer(max_in_flight_requests_per_connection=1, batch_size=100)
+        for i in range(30):
+            p.send("t", "y" * 60, partition=i % 3)
+        seen = []
+        for _ in range(40):
+            c.run_for(5)
+            seen.append(p.endpoint.outstanding_to(1))
+        assert max(seen) == 1
+        p.flush()
+        assert p.acked == 30

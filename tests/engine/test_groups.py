@@ -263,3 +263,32 @@ def test_lag_is_hw_minus_committed() -> None:
         assert group["lag"] == {"orders/0": 6}
         assert group["total_lag"] == 6
         assert g.committed("orders", 0) == 4
+
+
+def test_added_partitions_trigger_a_rebalance_that_hands_them_out() -> None:
+    with checked_cluster(3) as c:
+        c.create_topic("orders", partitions=2, replication_factor=3)
+        a, b = (c.consumer(group_id="g") for _ in range(2))
+        a.subscribe(["orders"])
+        b.subscribe(["orders"])
+        c.wait_for(
+            lambda: a.state == b.state == "stable" and len(a.assignment()) + len(b.assignment()) == 2, 20_000
+        )
+        c.create_partitions("orders", 4)
+        c.wait_for(
+            lambda: len(a.assignment()) + len(b.assignment()) == 4 and a.state == b.state == "stable", 30_000
+        )
+        assert any(
+            "now has 4 partitions (was 2)" in e.text for e in c.events() if e.kind == "rebalance_started"
+        )
+
+
+def test_auto_commit_commits_positions_every_interval() -> None:
+    with checked_cluster(3) as c:
+        c.create_topic("orders", replication_factor=3)
+        _fill(c, n=10)
+        g = c.consumer(group_id="g", auto_offset_reset="earliest", auto_commit_interval_ms=1000)
+        g.subscribe(["orders"])
+        assert len(g.poll(timeout_ms=5000)) == 10
+        c.run_for(1500)
+        assert _group(c, "g")["committed"] == {"orders/0": 10}

@@ -197,3 +197,30 @@ def test_no_live_isr_member_means_offline_until_it_returns() -> None:
         c.wait_for(lambda: part(c, "t", 0)["leader"] == 1, 20_000)
         assert values(c, 1, "t") == [b"only-on-1"]
         assert c.lost_records() == {}
+
+
+def test_paced_fetches_let_a_class_watch_the_hw_trail_the_leo() -> None:
+    with checked_cluster(3, config={"lab.replica.fetch.pace.ms": "1000"}) as c:
+        c.create_topic("t", replication_factor=3)
+        c.run_for(1500)  # the followers settle into their paced rhythm
+        p = c.producer(acks="1")
+        p.send("t", "x")
+        p.flush()
+        trailing = []
+        for _ in range(30):
+            c.run_for(50)
+            trailing.append(leo(c, 1, "t") - hw(c, 1, "t"))
+        assert max(trailing) == 1  # visible for a while: written, not yet committed
+        assert trailing[-1] == 0  # then the followers' paced fetches catch up
+
+
+def test_fast_mode_followers_are_woken_by_new_data() -> None:
+    with checked_cluster(3) as c:
+        c.create_topic("t", replication_factor=3)
+        c.run_for(2000)
+        p = c.producer(acks="all")
+        f = p.send("t", "x")
+        p.flush()
+        # acks=all completed within a few milliseconds: the followers' long polls were answered at once.
+        assert f.result().offset == 0
+        assert c.now_ms - f.result().timestamp < 20
