@@ -9,12 +9,22 @@ Driven by the environment where it matters:
 * ``DJANGO_ALLOWED_HOSTS``: comma-separated; default loopback names.
 * ``LAB_ZOOKEEPER``: ``host:port,...`` of the ZooKeeper the lab uses. ``make run``
   (``python -m lab.serve``) starts a managed server and sets it.
+
+Production (see README, "Production settings"): ``DATABASE_URL`` (``postgres://...``, needs the
+``postgres`` extra; default SQLite in ``LAB_DATA_DIR``), ``REDIS_URL`` (channels' Redis layer, the
+``redis`` extra; default in-memory), ``DJANGO_CSRF_TRUSTED_ORIGINS``, ``DJANGO_BEHIND_PROXY``,
+``DJANGO_SSL_REDIRECT``, ``DJANGO_SECURE_COOKIES``, ``DJANGO_HSTS_SECONDS``,
+``DJANGO_HSTS_INCLUDE_SUBDOMAINS``, ``DJANGO_HSTS_PRELOAD``: with DEBUG off, HTTPS is the default
+everywhere and ``manage.py check --deploy`` passes.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 from django.core.exceptions import ImproperlyConfigured
 
@@ -30,6 +40,58 @@ def _env_flag(name: str, default: bool) -> bool:
     if value in {"0", "false", "no", "off"}:
         return False
     raise ImproperlyConfigured(f"{name} must be 1/0, true/false, yes/no or on/off, not {value!r}")
+
+
+def _env_int(name: str, default: int) -> int:
+    value = os.environ.get(name, "").strip()
+    if not value:
+        return default
+    try:
+        return int(value)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name} must be a whole number, not {value!r}") from None
+
+
+def _env_list(name: str, default: str = "") -> list[str]:
+    return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
+
+
+def _needs(module: str, extra: str, variable: str) -> None:
+    if importlib.util.find_spec(module) is None:
+        raise ImproperlyConfigured(
+            f"{variable} is set, but {module} is not installed: pip install -e '.[{extra}]'"
+        )
+
+
+def database_from_url(url: str) -> dict[str, Any]:
+    """Django's DATABASES entry for ``postgres://user:password@host:port/name?sslmode=require``
+    (``postgresql://`` too) or ``sqlite:///relative/path`` / ``sqlite:////absolute/path``."""
+    parts = urlsplit(url)
+    if parts.scheme in ("postgres", "postgresql", "pgsql"):
+        name = unquote(parts.path.lstrip("/"))
+        if not name:
+            raise ImproperlyConfigured(
+                "DATABASE_URL names no database: postgres://user:password@host:port/NAME"
+            )
+        return {
+            "ENGINE": "django.db.backends.postgresql",
+            "NAME": name,
+            "USER": unquote(parts.username or ""),
+            "PASSWORD": unquote(parts.password or ""),
+            "HOST": unquote(parts.hostname or ""),
+            "PORT": str(parts.port or ""),
+            "OPTIONS": dict(parse_qsl(parts.query)),
+        }
+    if parts.scheme == "sqlite":
+        path = url[len("sqlite:///") :] if url.startswith("sqlite:///") else ""
+        if not path:
+            raise ImproperlyConfigured(
+                "DATABASE_URL for SQLite is sqlite:///relative/path or sqlite:////absolute/path"
+            )
+        return {"ENGINE": "django.db.backends.sqlite3", "NAME": path}
+    raise ImproperlyConfigured(
+        f"DATABASE_URL must start with postgres:// or sqlite:///, not {parts.scheme!r}"
+    )
 
 
 LAB_DATA_DIR = Path(os.environ.get("LAB_DATA_DIR", "").strip() or BASE_DIR / "var")
@@ -51,6 +113,19 @@ ALLOWED_HOSTS = [
     for host in os.environ.get("DJANGO_ALLOWED_HOSTS", "127.0.0.1,localhost,[::1]").split(",")
     if host.strip()
 ]
+CSRF_TRUSTED_ORIGINS = _env_list("DJANGO_CSRF_TRUSTED_ORIGINS")  # e.g. https://lab.example.org
+
+# Production is HTTPS: secure cookies, a redirect to https, HSTS. Behind a proxy that terminates TLS,
+# DJANGO_BEHIND_PROXY=1 trusts its X-Forwarded-Proto (and only then: a client could send it too).
+if _env_flag("DJANGO_BEHIND_PROXY", False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+SECURE_SSL_REDIRECT = _env_flag("DJANGO_SSL_REDIRECT", not DEBUG)
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = _env_flag("DJANGO_SECURE_COOKIES", not DEBUG)
+SECURE_HSTS_SECONDS = _env_int("DJANGO_HSTS_SECONDS", 0 if DEBUG else 31_536_000)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = _env_flag("DJANGO_HSTS_INCLUDE_SUBDOMAINS", True)
+SECURE_HSTS_PRELOAD = _env_flag("DJANGO_HSTS_PRELOAD", False)
+# Preloading commits a domain to HTTPS in browsers for good: an operator's choice, so its reminder is off.
+SILENCED_SYSTEM_CHECKS = [] if SECURE_HSTS_PRELOAD else ["security.W021"]
 
 INSTALLED_APPS = [
     "daphne",  # first: its runserver serves ASGI and websockets
@@ -66,6 +141,8 @@ INSTALLED_APPS = [
     "lab.apps.LabConfig",
     "lab.accounts.apps.AccountsConfig",
     "lab.classroom.apps.ClassroomConfig",
+    "ninja",  # installed so /api/docs serves the Swagger UI files ninja ships, not a CDN's
+    "lab.api.apps.ApiConfig",
 ]
 
 MIDDLEWARE = [
@@ -104,7 +181,13 @@ LOGOUT_REDIRECT_URL = "login"
 
 # One process serves the lab, so the in-memory layer is enough; a Redis layer
 # slots in here when the lab runs on several processes.
-CHANNEL_LAYERS = {"default": {"BACKEND": "lab.runtime.layers.LabChannelLayer"}}
+CHANNEL_LAYERS: dict[str, Any] = {"default": {"BACKEND": "lab.runtime.layers.LabChannelLayer"}}
+REDIS_URL = os.environ.get("REDIS_URL", "").strip()
+if REDIS_URL:
+    _needs("channels_redis", "redis", "REDIS_URL")
+    CHANNEL_LAYERS = {
+        "default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [REDIS_URL]}}
+    }
 
 DATABASES = {
     "default": {
@@ -112,6 +195,12 @@ DATABASES = {
         "NAME": LAB_DATA_DIR / "db.sqlite3",
     }
 }
+DATABASE_URL = os.environ.get("DATABASE_URL", "").strip()
+if DATABASE_URL:
+    _database = database_from_url(DATABASE_URL)
+    DATABASES = {"default": _database}
+    if _database["ENGINE"] == "django.db.backends.postgresql":
+        _needs("psycopg", "postgres", "DATABASE_URL")
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},

@@ -2,9 +2,10 @@
 
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
-from django.urls import URLPattern, URLResolver, path
+from django.urls import URLPattern, URLResolver, include, path
 
 from lab import consumers, views, views_lab
+from lab.api.main import api
 
 urlpatterns = [
     path("", views.home, name="home"),
@@ -13,8 +14,12 @@ urlpatterns = [
     path("labs/new/", views.new_lab, name="lab-new"),
     path("labs/<slug:slug>/", views_lab.lab_page, name="lab"),
     path("labs/<slug:slug>/act/<slug:action>/", views_lab.act, name="lab-act"),
+    path("labs/<slug:slug>/admin/", include("lab.adminpanel.urls")),
     path("status/zookeeper/", views.zookeeper_status_card, name="zookeeper-status"),
     path("admin/", admin.site.urls),
+    path("account/", include("lab.accounts.urls")),
+    path("api/", api.urls),
+    path("", include("lab.classroom.urls")),
 ]
 
 websocket_urlpatterns: list[URLPattern | URLResolver] = [

@@ -46,6 +46,9 @@ class ExerciseProgress(models.Model):
     lab = models.ForeignKey(Lab, on_delete=models.SET_NULL, null=True, blank=True)
     answers = models.JSONField(default=dict, blank=True)  # question index -> chosen index
     checks = models.JSONField(default=dict, blank=True)  # check index -> when it passed (ISO time)
+    # The lab's snapshot when the setup finished, for checks about change ("the controller moved");
+    # empty while the setup plays.
+    start = models.JSONField(default=dict, blank=True)
     started = models.DateTimeField(auto_now_add=True)
     completed = models.DateTimeField(null=True, blank=True)
 
@@ -54,3 +57,30 @@ class ExerciseProgress(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user} / {self.exercise}"
+
+
+class DemoCopy(models.Model):
+    """A student's own lab, copied from a demo's state when the instructor handed copies out."""
+
+    demo = models.ForeignKey(Demo, on_delete=models.CASCADE, related_name="copies")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="demo_copies")
+    lab = models.ForeignKey(Lab, on_delete=models.CASCADE, related_name="copied_from")
+    created = models.DateTimeField(auto_now_add=True)
+    error = models.TextField(blank=True)  # why the copy is incomplete, if it is
+
+    class Meta:
+        ordering = ("-created",)
+
+    def __str__(self) -> str:
+        return f"{self.user}'s copy of {self.demo}"
+
+
+class ScenarioLab(models.Model):
+    """A lab opened from a scenario: its page carries the scenario player."""
+
+    lab = models.OneToOneField(Lab, on_delete=models.CASCADE, related_name="scenario")
+    scenario = models.SlugField(max_length=100)
+    created = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"{self.lab} plays {self.scenario}"

@@ -885,6 +885,13 @@ class Cluster:
             position = data.next_offset
         return out
 
+    def reassignments(self) -> dict[str, list[BrokerId]]:
+        """Reassignments under way: the replicas each partition ("topic-p") is moving to."""
+        ctx = self.ctx.controller_context
+        if ctx is None:
+            return {}
+        return {str(tp): list(target) for tp, target in sorted(ctx.reassignments.items())}
+
     def groups(self) -> dict[str, Any]:
         """Every consumer group, as its coordinator describes it."""
         from lab.engine.snapshot import groups_view
@@ -944,7 +951,20 @@ class Cluster:
         committer = self.consumer(group, client_id=f"reset-{group}-{self._client_seq + 1}")
         try:
             committer.assign(list(offsets))
-            committer.commit({(tp.topic, tp.partition): o for tp, o in offsets.items()})
+            wanted = {(tp.topic, tp.partition): o for tp, o in offsets.items()}
+            # A first group may find __consumer_offsets still being created: retry, as Kafka's tool does.
+            for attempt in range(50):
+                try:
+                    committer.commit(wanted)
+                    break
+                except (
+                    errors.CoordinatorNotAvailable,
+                    errors.NotCoordinator,
+                    errors.CoordinatorLoadInProgress,
+                ):
+                    if attempt == 49:
+                        raise
+                    self.run_for(200)
         finally:
             committer.crash()
             self.clients.pop(committer.client_id, None)

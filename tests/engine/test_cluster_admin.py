@@ -75,3 +75,21 @@ def test_reset_offsets_of_an_inactive_group_and_refuse_an_active_one() -> None:
         assert [r.offset for r in again.poll(timeout_ms=5000)] == [5, 6, 7, 8, 9]
         with pytest.raises(IllegalArgument):
             c.reset_group_offsets("billing", "t", "yesterday")
+
+
+def test_reset_offsets_of_a_first_group_waits_for_the_offsets_topic() -> None:
+    with checked_cluster(3) as c:
+        c.create_topic("t", replication_factor=3)
+        _fill(c, 5)
+        # Nobody has used a group yet: __consumer_offsets does not exist until this call creates it.
+        assert c.reset_group_offsets("fresh", "t", "latest") == {"t/0": 5}
+        assert c.groups()["fresh"]["committed"] == {"t/0": 5}
+
+
+def test_reassignments_lists_the_moves_under_way() -> None:
+    with checked_cluster(4) as c:
+        c.create_topic("t", replication_factor=3)
+        assert c.reassignments() == {}
+        c.reassign_partitions({("t", 0): [4, 2, 3]}, wait=False)
+        c.wait_for(lambda: c.reassignments() == {"t-0": [4, 2, 3]}, 5000)
+        c.wait_for(lambda: c.reassignments() == {}, 30_000)

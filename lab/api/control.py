@@ -1,0 +1,189 @@
+"""Faults (kill, restart, pause, resume, slow, isolate, heal, controlled shutdown), the clock, and the journal.
+
+Faults and the clock are the dashboard's own controls (``lab.runtime.actions``), so a script and a
+click do the same thing and answer the same sentence; killing with ``lose_unflushed`` is the API's extra.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import HttpRequest
+from ninja import Path, Query, Router
+
+from lab.api import driver
+from lab.api.errors import ERRORS, NotFound
+from lab.api.schemas import (
+    MAX_BROKERS,
+    ClockOut,
+    EventsOut,
+    IsolateIn,
+    KillIn,
+    MessageOut,
+    SlowIn,
+    SpeedIn,
+    StepIn,
+)
+from lab.runtime import actions
+from lab.runtime.live import LiveLab
+
+router = Router(tags=["faults, clock and events"])
+
+BrokerId = Path(..., ge=1, le=MAX_BROKERS)
+MAX_EVENTS = 1000
+
+
+def _on_broker(broker: int, name: str, params: dict[str, str] | None = None) -> actions.Act:
+    act = actions.plan(name, {"broker": str(broker), **(params or {})})
+
+    def run(lab: LiveLab) -> Any:
+        if broker not in lab.cluster.broker_ids:
+            raise NotFound(
+                f"there is no broker {broker} (brokers: {', '.join(map(str, lab.cluster.broker_ids))})"
+            )
+        return {"message": str(act(lab))}
+
+    return run
+
+
+async def _fault(request: HttpRequest, slug: str, broker: int, name: str, **params: str) -> Any:
+    return await driver.act(request, slug, _on_broker(broker, name, params))
+
+
+@router.post(
+    "/labs/{slug}/brokers/{broker}/kill", response={200: MessageOut, **ERRORS}, summary="Kill a broker"
+)
+async def kill(request: HttpRequest, slug: str, body: KillIn | None = None, broker: int = BrokerId) -> Any:
+    """A hard stop: no goodbye to ZooKeeper, which expires its session; ``lose_unflushed`` also loses the log
+    tail not yet flushed to disk (what a power cut does). The body is optional."""
+    lose = body is not None and body.lose_unflushed
+
+    def run(lab: LiveLab) -> Any:
+        if broker not in lab.cluster.broker_ids:
+            raise NotFound(f"there is no broker {broker}")
+        lab.cluster.kill_broker(broker, lose_unflushed=lose)
+        tail = " Its unflushed log tail is lost." if lose else ""
+        return {"message": f"Broker {broker} killed.{tail}"}
+
+    return await driver.act(request, slug, run)
+
+
+@router.post("/labs/{slug}/brokers/{broker}/restart", response={200: MessageOut, **ERRORS}, summary="Restart")
+async def restart(request: HttpRequest, slug: str, broker: int = BrokerId) -> Any:
+    return await _fault(request, slug, broker, "restart")
+
+
+@router.post("/labs/{slug}/brokers/{broker}/pause", response={200: MessageOut, **ERRORS}, summary="Pause")
+async def pause(request: HttpRequest, slug: str, broker: int = BrokerId) -> Any:
+    """Like a long GC pause: the broker holds everything it receives and sends no ZooKeeper heartbeats."""
+    return await _fault(request, slug, broker, "pause")
+
+
+@router.post("/labs/{slug}/brokers/{broker}/resume", response={200: MessageOut, **ERRORS}, summary="Resume")
+async def resume(request: HttpRequest, slug: str, broker: int = BrokerId) -> Any:
+    return await _fault(request, slug, broker, "resume")
+
+
+@router.post("/labs/{slug}/brokers/{broker}/slow", response={200: MessageOut, **ERRORS}, summary="Slow")
+async def slow(request: HttpRequest, slug: str, body: SlowIn, broker: int = BrokerId) -> Any:
+    """Add ``delay_ms`` to every message to and from the broker (heal undoes it)."""
+    return await _fault(request, slug, broker, "slow", ms=str(body.delay_ms))
+
+
+@router.post("/labs/{slug}/brokers/{broker}/isolate", response={200: MessageOut, **ERRORS}, summary="Isolate")
+async def isolate(request: HttpRequest, slug: str, body: IsolateIn, broker: int = BrokerId) -> Any:
+    """Cut the broker off from ZooKeeper (its session expires) or from the other brokers."""
+    return await _fault(request, slug, broker, "isolate", **{"from": body.from_})
+
+
+@router.post("/labs/{slug}/brokers/{broker}/heal", response={200: MessageOut, **ERRORS}, summary="Heal")
+async def heal(request: HttpRequest, slug: str, broker: int = BrokerId) -> Any:
+    """Undo isolation and slowness (not a kill or a pause)."""
+    return await _fault(request, slug, broker, "heal")
+
+
+@router.post(
+    "/labs/{slug}/brokers/{broker}/shutdown",
+    response={200: MessageOut, **ERRORS},
+    summary="Controlled shutdown",
+)
+async def shutdown(request: HttpRequest, slug: str, broker: int = BrokerId) -> Any:
+    """The broker asks the controller to move its leaderships away first, then stops."""
+    return await _fault(request, slug, broker, "shutdown")
+
+
+# ----------------------------------------------------------------------------- the clock
+
+
+def _clock(lab: LiveLab) -> dict[str, Any]:
+    return {"time_ms": lab.cluster.now_ms, "rate": lab.clock.rate, "paused": lab.clock.paused}
+
+
+@router.get("/labs/{slug}/clock", response={200: ClockOut, **ERRORS}, summary="The lab's clock")
+async def clock(request: HttpRequest, slug: str) -> Any:
+    """Virtual time (ms), its rate against the wall clock, and whether it is paused."""
+    return await driver.read(request, slug, _clock)
+
+
+async def _clock_act(
+    request: HttpRequest, slug: str, name: str, params: dict[str, str], save: bool = False
+) -> Any:
+    act = actions.plan(name, params)
+
+    def run(lab: LiveLab) -> Any:
+        return {"message": str(act(lab)), **_clock(lab)}
+
+    return await driver.act(request, slug, run, save=save)
+
+
+class ClockMessageOut(ClockOut):
+    message: str
+
+
+@router.post("/labs/{slug}/clock/pause", response={200: ClockMessageOut, **ERRORS}, summary="Pause the clock")
+async def clock_pause(request: HttpRequest, slug: str) -> Any:
+    return await _clock_act(request, slug, "clock-pause", {})
+
+
+@router.post(
+    "/labs/{slug}/clock/resume", response={200: ClockMessageOut, **ERRORS}, summary="Resume the clock"
+)
+async def clock_resume(request: HttpRequest, slug: str) -> Any:
+    return await _clock_act(request, slug, "clock-resume", {})
+
+
+@router.post("/labs/{slug}/clock/step", response={200: ClockMessageOut, **ERRORS}, summary="Step the clock")
+async def clock_step(request: HttpRequest, slug: str, body: StepIn) -> Any:
+    """With the clock paused: run the next ``events`` events, or ``ms`` of virtual time (one of the two)."""
+    params = {k: str(v) for k, v in (("events", body.events), ("ms", body.ms)) if v is not None}
+    return await _clock_act(request, slug, "clock-step", params)
+
+
+@router.post("/labs/{slug}/clock/speed", response={200: ClockMessageOut, **ERRORS}, summary="Clock speed")
+async def clock_speed(request: HttpRequest, slug: str, body: SpeedIn) -> Any:
+    """Virtual time runs at ``rate`` times the wall clock: 0.1 (slow motion) to 10."""
+    return await _clock_act(request, slug, "clock-speed", {"rate": repr(body.rate)}, save=True)
+
+
+# ----------------------------------------------------------------------------- the journal
+
+
+@router.get("/labs/{slug}/events", response={200: EventsOut, **ERRORS}, summary="The journal")
+async def events(
+    request: HttpRequest,
+    slug: str,
+    since: int = Query(0, ge=0, description="the cursor: events after this seq (0: from the oldest kept)"),
+    limit: int = Query(100, ge=1, le=MAX_EVENTS),
+) -> Any:
+    """What happened, oldest first, each with its reason in words; page with ``next`` until ``more`` is false."""
+
+    def run(lab: LiveLab) -> Any:
+        after = lab.cluster.events(since)
+        page = after[:limit]
+        return {
+            "events": [e.to_dict() for e in page],
+            "next": page[-1].seq if page else since,
+            "more": len(after) > limit,
+        }
+
+    return await driver.read(request, slug, run)

@@ -1,0 +1,125 @@
+"""Labs: create, list, get (with the cluster's snapshot), delete, reset."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+from pathlib import Path
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.http import Http404, HttpRequest
+from ninja import Router, Status
+
+from lab import access
+from lab.api import driver
+from lab.api.errors import ERRORS, PolicyViolation
+from lab.api.schemas import LabDetailOut, LabIn, LabOut, MessageOut
+from lab.labs import create_lab, labs_dir, live_of
+from lab.models import Lab
+from lab.runtime import actions
+from lab.runtime.live import LiveLab
+from lab.runtime.manager import runtime
+
+router = Router(tags=["labs"])
+
+
+def max_labs() -> int:
+    return int(getattr(settings, "LAB_API_MAX_LABS_PER_USER", 10))
+
+
+def lab_out(lab: Lab, user: Any, live: LiveLab | None = None) -> dict[str, Any]:
+    live = live or runtime.get(lab.slug)
+    return {
+        "slug": lab.slug,
+        "name": lab.name,
+        "owner": lab.owner.get_username(),
+        "brokers": lab.brokers,
+        "url": lab.get_absolute_url(),
+        "state": live.state if live is not None else "stopped",
+        "store": live.store if live is not None else ("zookeeper" if settings.LAB_ZOOKEEPER else "memory"),
+        "can_act": access.can_act(user, lab),
+    }
+
+
+def _list(user: Any) -> list[dict[str, Any]]:
+    return [lab_out(lab, user) for lab in access.visible_labs(user).select_related("owner")]
+
+
+@router.get("/labs", response={200: list[LabOut], **ERRORS}, summary="The labs you may see")
+async def list_labs(request: HttpRequest) -> Any:
+    """Your labs; an instructor sees every lab, a student also the demos they joined."""
+    return await sync_to_async(_list)(driver.user_of(request))
+
+
+def _create(user: Any, body: LabIn) -> Lab:
+    owner = user
+    if body.owner is not None and body.owner != user.get_username():
+        access.require_instructor(user)
+        owner = get_user_model().objects.filter(username=body.owner).first()
+        if owner is None:
+            raise Http404(f"There is no user {body.owner!r}.")
+    if Lab.objects.filter(owner=owner).count() >= max_labs():
+        raise PolicyViolation(
+            f"{owner.get_username()} has {max_labs()} labs already, the most one person may have; delete one first"
+        )
+    return create_lab(owner, body.name, brokers=body.brokers, config=dict(body.config))
+
+
+@router.post("/labs", response={201: LabOut, **ERRORS}, summary="Create a lab and start it")
+async def create(request: HttpRequest, body: LabIn) -> Any:
+    user = driver.user_of(request)
+    lab = await sync_to_async(_create)(user, body)
+    live = await asyncio.to_thread(live_of, lab)
+    return Status(201, await sync_to_async(lab_out)(lab, user, live))
+
+
+@router.get(
+    "/labs/{slug}", response={200: LabDetailOut, **ERRORS}, summary="A lab and its cluster's snapshot"
+)
+async def get_lab(request: HttpRequest, slug: str) -> Any:
+    lab = await driver.lab_for(request, slug)
+    live = await driver.live(lab)
+    snapshot = await driver.run(live, lambda lab: lab.cluster.snapshot())
+    out = await sync_to_async(lab_out)(lab, driver.user_of(request), live)
+    return {**out, "snapshot": snapshot}
+
+
+def _delete_data(lab: Lab) -> None:
+    """Stop the lab, then remove its logs and its ZooKeeper chroot (the row goes after)."""
+    runtime.stop(lab.slug)
+    data = Path(lab.data_dir).resolve()
+    if data.is_relative_to(labs_dir().resolve()) and data.exists():
+        shutil.rmtree(data, ignore_errors=True)
+    hosts: str = settings.LAB_ZOOKEEPER
+    if hosts and lab.zookeeper_chroot:
+        from lab.engine.metadata.zookeeper import ZooKeeperStore
+        from lab.labs import store_for_labs
+
+        if store_for_labs().zookeeper:
+            store = ZooKeeperStore(hosts, chroot=lab.zookeeper_chroot)
+            try:
+                store.delete_chroot()
+            finally:
+                store.close()
+
+
+@router.delete("/labs/{slug}", response={204: None, **ERRORS}, summary="Delete a lab with its data")
+async def delete_lab(request: HttpRequest, slug: str) -> Any:
+    lab = await driver.lab_for(request, slug, act=True)
+    await asyncio.to_thread(_delete_data, lab)
+    await lab.adelete()
+    return Status(204, None)
+
+
+@router.post(
+    "/labs/{slug}/reset", response={200: MessageOut, **ERRORS}, summary="A fresh cluster, fresh data"
+)
+async def reset(request: HttpRequest, slug: str) -> Any:
+    """Throw the cluster away with its data and build it again from the lab's spec (its topics and clients)."""
+    lab = await driver.lab_for(request, slug, act=True)
+    live = await driver.live(lab)
+    message = await driver.run(live, actions.plan("clock-reset", {}))
+    return {"message": str(message)}

@@ -1,0 +1,79 @@
+"""Scenarios: the shipped ones, and runs of them (or of an uploaded file) on a fresh in-memory cluster."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+from django.conf import settings
+from django.http import HttpRequest
+from ninja import Router, Status
+
+from lab.api import driver
+from lab.api.errors import ERRORS, NotFound
+from lab.api.runs import runs
+from lab.api.schemas import ResultOut, RunIn, RunOut, ScenarioOut
+from lab.engine.errors import IllegalArgument
+from lab.scenarios.format import Scenario, ScenarioError, load, parse
+
+router = Router(tags=["scenarios"])
+
+
+def scenario_dir() -> Path:
+    return Path(getattr(settings, "LAB_SCENARIOS_DIR", settings.BASE_DIR / "fixtures" / "scenarios"))
+
+
+def shipped() -> dict[str, Scenario]:
+    return {path.stem: load(path) for path in sorted(scenario_dir().glob("*.yaml"))}
+
+
+@router.get("/scenarios", response={200: list[ScenarioOut], **ERRORS}, summary="Shipped scenarios")
+def list_scenarios(request: HttpRequest) -> Any:
+    return [
+        {
+            "slug": slug,
+            "name": s.name,
+            "description": s.description,
+            "brokers": s.cluster.brokers,
+            "steps": len(s.steps),
+        }
+        for slug, s in shipped().items()
+    ]
+
+
+def _scenario(body: RunIn) -> Scenario:
+    if (body.scenario is None) == (body.yaml is None):
+        raise IllegalArgument(
+            "send either scenario (a shipped scenario's slug) or yaml (a scenario file's text)"
+        )
+    if body.scenario is not None:
+        found = shipped().get(body.scenario)
+        if found is None:
+            raise NotFound(f"there is no shipped scenario {body.scenario!r} (GET /api/scenarios lists them)")
+        return found
+    try:
+        return parse(body.yaml or "", source="the uploaded scenario", slug="uploaded")
+    except ScenarioError as error:
+        raise IllegalArgument(str(error)) from None
+    except yaml.YAMLError as error:  # e.g. a control character, which the parser does not name yet
+        raise IllegalArgument(f"the uploaded scenario is not valid YAML: {error}") from None
+
+
+@router.post("/scenarios/runs", response={202: RunOut, **ERRORS}, summary="Run a scenario")
+def start_run(request: HttpRequest, body: RunIn) -> Any:
+    """Run a shipped scenario (``scenario``: its slug) or your own (``yaml``: the file's text; a malformed
+    one is a 400 naming the line) on a fresh in-memory cluster, in the background. Poll its status."""
+    scenario = _scenario(body)
+    return Status(202, runs.start(driver.user_of(request).pk, scenario))
+
+
+@router.get("/scenarios/runs/{run_id}", response={200: RunOut, **ERRORS}, summary="A run's status")
+def run_status(request: HttpRequest, run_id: str) -> Any:
+    return runs.get(driver.user_of(request).pk, run_id)
+
+
+@router.get("/scenarios/runs/{run_id}/result", response={200: ResultOut, **ERRORS}, summary="A run's result")
+def run_result(request: HttpRequest, run_id: str) -> Any:
+    """Each step so far: its line in the file, what it did, pass or fail, and each expectation's value."""
+    return runs.get(driver.user_of(request).pk, run_id)

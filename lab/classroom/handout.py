@@ -1,0 +1,83 @@
+"""Handing out copies of a demo (the Django side): a lab row per viewer, filled in the background.
+
+The rows are made at once (so each student's copy exists when the request answers); filling them
+(starting a cluster, writing the records) takes seconds per lab, so it runs on two background
+threads and the demo's banner counts the copies that are ready.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import replace
+from typing import Any
+
+from django.db import close_old_connections
+
+from lab.classroom import attach
+from lab.classroom.copying import DemoState, fill
+from lab.classroom.grading import now_iso
+from lab.classroom.models import Demo, DemoCopy
+from lab.labs import create_lab, live_of, save_spec
+from lab.models import Lab
+
+log = logging.getLogger(__name__)
+
+READY_TIMEOUT_S = 120.0
+FILL_TIMEOUT_S = 300.0
+
+_executor: ThreadPoolExecutor | None = None
+_lock = threading.Lock()
+
+
+def _pool() -> ThreadPoolExecutor:
+    global _executor
+    with _lock:
+        if _executor is None:
+            _executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="classroom-copy")
+        return _executor
+
+
+def make_copies(demo: Demo, state: DemoState, users: list[Any]) -> list[DemoCopy]:
+    """One new lab per user with the demo's brokers, config and topics (empty until filled)."""
+    copies = []
+    for user in users:
+        lab = create_lab(
+            user,
+            f"{demo.lab.name} (copy)"[:100],
+            brokers=state.brokers,
+            config=dict(state.config),
+            topics=state.topics,
+        )
+        lab.settings = {**lab.settings, "seed": state.seed}
+        lab.save(update_fields=["settings"])
+        copies.append(DemoCopy.objects.create(demo=demo, user=user, lab=lab))
+    return copies
+
+
+def fill_later(demo: Demo, state: DemoState, copies: list[DemoCopy]) -> list[Future[str]]:
+    """Start and fill each copy in the background; the futures hold what happened, in words."""
+    slug = demo.lab.slug
+    view = attach.demo_view(slug)
+    if view is not None:
+        attach.set_demo_view(replace(view, copies=len(copies), copies_ready=0, copied_at=now_iso()))
+    return [_pool().submit(_fill_one, slug, copy.pk, copy.lab_id, state) for copy in copies]
+
+
+def _fill_one(demo_slug: str, copy_id: int, lab_id: int, state: DemoState) -> str:
+    try:
+        lab = Lab.objects.get(pk=lab_id)
+        live = live_of(lab)
+        live.ready.result(READY_TIMEOUT_S)
+        result = str(live.submit(lambda running: fill(running, state)).result(FILL_TIMEOUT_S))
+        save_spec(lab, live.spec)
+        attach.bump_copies_ready(demo_slug)
+        return result
+    except Exception as error:
+        text = f"{getattr(error, 'name', type(error).__name__)}: {getattr(error, 'message', error)}"
+        log.warning("classroom: copy %s of demo %s failed: %s", copy_id, demo_slug, text)
+        DemoCopy.objects.filter(pk=copy_id).update(error=text)
+        raise
+    finally:
+        close_old_connections()

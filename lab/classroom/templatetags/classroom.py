@@ -1,0 +1,102 @@
+"""The classroom's parts of a lab page: ``{% classroom_banner lab can_act %}`` above the board (demo,
+read-only and presenter mode) and ``{% classroom_side lab can_act %}`` at the top of its side column
+(the exercise and the scenario player). Both are empty for a lab that is none of these."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import template
+from django.template.loader import render_to_string
+from django.utils.safestring import SafeString, mark_safe
+
+from lab import access
+from lab.classroom import attach, content
+from lab.classroom.copying import COPIED, NOT_COPIED
+from lab.classroom.models import Demo, DemoCopy, DemoViewer, ExerciseProgress, ScenarioLab
+from lab.models import Lab
+
+register = template.Library()
+
+
+@register.filter
+def markdown(text: str) -> SafeString:
+    return content.markdown_html(str(text))
+
+
+def _fragment(key: str, view: object) -> str:
+    return render_to_string(attach.FRAGMENTS[key], {"v": view, "key": key})
+
+
+@register.simple_tag(takes_context=True)
+def classroom_banner(context: template.Context, lab: Lab, can_act: bool) -> SafeString:
+    request = context.get("request")
+    user = getattr(request, "user", None)
+    if request is None or user is None:
+        return mark_safe("")
+    demo = Demo.objects.filter(lab=lab).first()
+    is_owner = lab.owner_id == user.pk
+    ctx: dict[str, Any] = {
+        "lab": lab,
+        "can_act": can_act,
+        "is_owner": is_owner,
+        "is_instructor": access.is_instructor(user),
+        "present": request.GET.get("present") == "1",
+        "demo": demo,
+        "copied": COPIED,
+        "not_copied": NOT_COPIED,
+    }
+    if demo is not None and demo.active:
+        attach.ensure_demo(demo)
+        ctx["demo_live"] = _fragment(attach.DEMO_VIEW, attach.demo_view(lab.slug))
+        ctx["watching"] = DemoViewer.objects.filter(demo=demo, user=user).exists()
+        ctx["viewers"] = list(demo.viewers.select_related("user").order_by("joined"))
+        ctx["my_copy"] = DemoCopy.objects.filter(demo=demo, user=user).select_related("lab").first()
+    return mark_safe(render_to_string("classroom/_banner.html", ctx, request=request))
+
+
+@register.simple_tag(takes_context=True)
+def classroom_side(context: template.Context, lab: Lab, can_act: bool) -> SafeString:
+    request = context.get("request")
+    user = getattr(request, "user", None)
+    if request is None or user is None:
+        return mark_safe("")
+    parts: list[str] = []
+    progress = ExerciseProgress.objects.filter(lab=lab).first()
+    exercise = content.exercise(progress.exercise) if progress is not None else None
+    if progress is not None and exercise is not None:
+        from lab.classroom.views import questions_of
+
+        session = attach.ensure_exercise(progress)
+        parts.append(
+            render_to_string(
+                "classroom/_exercise_panel.html",
+                {
+                    "lab": lab,
+                    "exercise": exercise,
+                    "progress": progress,
+                    "can_act": can_act,
+                    "is_instructor": access.is_instructor(user),
+                    "questions": questions_of(exercise, progress, editable=can_act),
+                    "live": _fragment(attach.EXERCISE_VIEW, session.view if session else None),
+                },
+                request=request,
+            )
+        )
+    scenario_lab = ScenarioLab.objects.filter(lab=lab).first()
+    if scenario_lab is not None:
+        player = attach.ensure_player(scenario_lab)
+        parts.append(
+            render_to_string(
+                "classroom/_player_panel.html",
+                {
+                    "lab": lab,
+                    "scenario_lab": scenario_lab,
+                    "scenario": content.scenario(scenario_lab.scenario),
+                    "can_act": can_act,
+                    "live": _fragment(attach.PLAYER_VIEW, player.view if player else None),
+                },
+                request=request,
+            )
+        )
+    return mark_safe("".join(parts))

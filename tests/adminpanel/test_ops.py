@@ -1,0 +1,50 @@
+"""What the panel runs on a lab's driver thread: answers that wait for the cluster, and the lab's spec."""
+
+from __future__ import annotations
+
+import pytest
+
+from lab.adminpanel import ops
+from lab.labs import live_of
+from lab.models import Lab
+from lab.runtime.live import LiveLab
+from tests.adminpanel.conftest import on_driver, produce
+
+pytestmark = pytest.mark.django_db
+
+
+def test_a_change_to_a_topic_the_spec_lacks_records_the_topic_as_it_is(lab: Lab) -> None:
+    on_driver(
+        lab, lambda live: live.cluster.create_topic("made-by-a-script", partitions=1, replication_factor=2)
+    )
+    said = live_of(lab).submit(ops.add_partitions("made-by-a-script", 2)).result(10)
+    assert said.startswith("Topic made-by-a-script grows from 1 to 2 partitions")
+    spec = {t.name: t for t in live_of(lab).spec.topics}
+    assert (spec["made-by-a-script"].partitions, spec["made-by-a-script"].replication_factor) == (2, 2)
+    on_driver(lab, ops.alter_config("made-by-a-script", {"retention.ms": "5000"}, ()))
+    assert live_of(lab).spec.topics[-1].config == {"retention.ms": "5000"}
+
+
+def test_with_the_clock_paused_an_answer_says_so_instead_of_waiting(
+    lab: Lab, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(ops, "WAIT_S", 0.2)
+
+    def pause(live: LiveLab) -> None:
+        live.clock.pause(live.cluster.now_ms)
+
+    on_driver(lab, pause)
+    said = live_of(lab).submit(ops.create_topic("later", 1, 1, {})).result(10)
+    assert (
+        said
+        == "Topic later created: 1 partition(s), replication factor 1; its partitions have no leader yet (is the clock paused?)."
+    )
+
+
+def test_the_newest_matches_of_a_search_are_the_last_ones(lab: Lab) -> None:
+    produce(lab, "orders", [(None, f"{'hit' if i % 2 else 'miss'}-{i}") for i in range(30)], partition=0)
+    page = on_driver(
+        lab, ops.browse("orders", 0, start="newest", offset=None, time_ms=None, search="hit", limit=3)
+    )
+    assert [r["value"] for r in page.records] == ["hit-25", "hit-27", "hit-29"]
+    assert (page.start, page.high_watermark, page.full) == (25, 30, False)

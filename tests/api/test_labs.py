@@ -1,0 +1,111 @@
+"""Labs through the API, as a script uses them: create, list, get the snapshot, reset, delete."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+from pytest_django.fixtures import Settings
+
+from lab.models import Lab
+from tests.api.conftest import running
+from tests.api.helpers import Api, error, ok
+
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("stop_labs")]
+
+
+def test_a_script_creates_a_lab_reads_its_snapshot_and_deletes_it(ada: Api) -> None:
+    made = ok(
+        ada.post("/labs", {"name": "Drill", "brokers": 2, "config": {"replica.lag.time.max.ms": 5000}}), 201
+    )
+    assert made["slug"] == "drill"
+    assert made["owner"] == "ada"
+    assert made["brokers"] == 2
+    assert made["store"] == "memory"
+    assert made["can_act"] is True
+    assert [lab["slug"] for lab in ok(ada.get("/labs"))] == ["drill"]
+
+    detail = ok(ada.get("/labs/drill"))
+    assert [b["id"] for b in detail["snapshot"]["brokers"]] == [1, 2]
+    assert {b["state"] for b in detail["snapshot"]["brokers"]} == {"alive"}
+    assert detail["snapshot"]["store"] == "memory"
+    data_dir = Path(Lab.objects.get(slug="drill").data_dir)
+    assert data_dir.is_dir()
+
+    assert ada.delete("/labs/drill").status_code == 204
+    assert not Lab.objects.filter(slug="drill").exists()
+    assert not data_dir.exists()
+    error(ada.get("/labs/drill"), 404, "NOT_FOUND")
+
+
+def test_bad_labs_are_refused_with_the_field_and_nothing_is_made(ada: Api) -> None:
+    bad = error(ada.post("/labs", {"name": "x", "brokers": 13}), 400, "INVALID_REQUEST")
+    assert bad["fields"][0]["field"] == "brokers"
+    assert "less than or equal to 12" in bad["fields"][0]["problem"]
+    error(ada.post("/labs", {"name": "x", "config": {"no.such.key": 1}}), 400, "INVALID_CONFIG")
+    error(ada.post("/labs", {"name": "   "}), 400, "ILLEGAL_ARGUMENT")
+    typo = error(ada.post("/labs", {"name": "x", "broker": 3}), 400, "INVALID_REQUEST")
+    assert typo["fields"][0]["field"] == "broker"
+    error(ada.post("/labs", ["not", "an", "object"]), 400, "INVALID_REQUEST")
+    assert not Lab.objects.exists()
+
+
+def test_a_person_has_a_limited_number_of_labs(ada: Api, settings: Settings) -> None:
+    settings.LAB_API_MAX_LABS_PER_USER = 1
+    ok(ada.post("/labs", {"name": "One", "brokers": 1}), 201)
+    refused = error(ada.post("/labs", {"name": "Two", "brokers": 1}), 409, "POLICY_VIOLATION")
+    assert "delete one first" in refused["message"]
+    assert Lab.objects.count() == 1
+
+
+def test_an_instructor_makes_a_lab_for_a_student_and_a_student_cannot(ada: Api, teacher: Api) -> None:
+    made = ok(teacher.post("/labs", {"name": "For Ada", "brokers": 1, "owner": "ada"}), 201)
+    assert made["owner"] == "ada"
+    assert made["can_act"] is False  # the instructor sees it, Ada runs it
+    assert [lab["slug"] for lab in ok(ada.get("/labs"))] == ["for-ada"]
+    error(ada.post("/labs", {"name": "For the teacher", "owner": "teacher"}), 403, "FORBIDDEN")
+    error(teacher.post("/labs", {"name": "Ghost", "owner": "nobody"}), 404, "NOT_FOUND")
+
+
+def test_another_persons_lab_is_not_found_and_an_instructor_only_reads_it(
+    ada: Api, grace: Api, teacher: Api, lab: Lab
+) -> None:
+    error(grace.get(f"/labs/{lab.slug}"), 404, "NOT_FOUND")
+    error(grace.delete(f"/labs/{lab.slug}"), 404, "NOT_FOUND")
+    assert ok(grace.get("/labs")) == []
+    assert ok(teacher.get(f"/labs/{lab.slug}"))["can_act"] is False
+    error(teacher.delete(f"/labs/{lab.slug}"), 403, "FORBIDDEN")
+    error(teacher.post(f"/labs/{lab.slug}/reset"), 403, "FORBIDDEN")
+    assert Lab.objects.filter(slug=lab.slug).exists()
+
+
+def test_reset_throws_the_data_away_and_keeps_the_topics(ada: Api, lab: Lab) -> None:
+    ok(ada.post(f"/labs/{lab.slug}/topics/orders/records", {"records": [{"value": "v", "partition": 0}]}))
+    assert ok(ada.get(f"/labs/{lab.slug}/topics/orders/records", partition=0))["records"]
+    assert "fresh cluster" in ok(ada.post(f"/labs/{lab.slug}/reset"))["message"]
+    running(lab)
+    deadline = time.monotonic() + 20
+    while True:  # the rebuilt cluster elects leaders for the spec's topics in a few virtual ms
+        answer = ada.get(f"/labs/{lab.slug}/topics/orders/records", partition=0)
+        if answer.status_code == 200 or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    assert ok(answer)["records"] == []
+    assert [t["name"] for t in ok(ada.get(f"/labs/{lab.slug}/topics")) if not t["internal"]] == ["orders"]
+
+
+def test_a_student_watching_a_demo_reads_it_but_cannot_change_it(grace: Api, teacher: Api) -> None:
+    from lab.classroom.models import Demo, DemoViewer
+
+    made = ok(teacher.post("/labs", {"name": "Demo", "brokers": 1}), 201)
+    demo = Demo.objects.create(lab=Lab.objects.get(slug=made["slug"]))
+    error(grace.get(f"/labs/{made['slug']}"), 404, "NOT_FOUND")  # not joined: not there
+    DemoViewer.objects.create(demo=demo, user=grace.user)
+    watched = ok(grace.get(f"/labs/{made['slug']}"))
+    assert watched["can_act"] is False
+    assert [lab["slug"] for lab in ok(grace.get("/labs"))] == [made["slug"]]
+    error(grace.post(f"/labs/{made['slug']}/brokers/1/kill", {}), 403, "FORBIDDEN")
+    error(grace.post(f"/labs/{made['slug']}/clock/pause"), 403, "FORBIDDEN")
+    error(grace.delete(f"/labs/{made['slug']}"), 403, "FORBIDDEN")
+    assert {b["state"] for b in ok(teacher.get(f"/labs/{made['slug']}"))["snapshot"]["brokers"]} == {"alive"}

@@ -1,0 +1,113 @@
+"""A copy of a demo's state: same topics and configs, the same records at the same offsets, offsets, clients."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from lab.classroom.copying import DemoState, commit_offset, fill, read_state
+from lab.runtime.live import LiveLab
+from lab.runtime.spec import TopicSpec
+from tests.classroom.helpers import live_lab, on_driver
+from tests.processes import wait_until
+
+
+@pytest.fixture
+def labs() -> Iterator[list[LiveLab]]:
+    made: list[LiveLab] = []
+    yield made
+    for live in made:
+        live.stop()
+
+
+def _everything(lab: LiveLab) -> dict[str, list[tuple[int, str | None, str | None]]]:
+    out = {}
+    for topic in lab.cluster.topics():
+        if topic.startswith("__"):
+            continue
+        for p in range(lab.cluster.partition_count(topic)):
+            out[f"{topic}-{p}"] = [
+                (r["offset"], r["key"], r["value"]) for r in lab.cluster.browse(topic, p, limit=10_000)
+            ]
+    return out
+
+
+def _demo(tmp_path: Path, labs: list[LiveLab]) -> LiveLab:
+    demo = live_lab(
+        tmp_path,
+        "demo",
+        rate=10.0,
+        config={"zookeeper.session.timeout.ms": "1500", "min.insync.replicas": "1"},
+        topics=(
+            TopicSpec(name="orders", partitions=3, replication_factor=3, config={"retention.ms": "86400000"}),
+            TopicSpec(name="audit", partitions=1, replication_factor=2),
+        ),
+    )
+    labs.append(demo)
+    for key in ("a", "b", "c", "d"):
+        demo.act("produce", {"topic": "orders", "count": "7", "key": key}).result(30)
+    demo.act("produce", {"topic": "audit", "count": "3"}).result(30)
+
+    for p in range(3):
+        on_driver(demo, lambda lab, p=p: commit_offset(lab, "billing", "orders", p, 2))
+    demo.act("client-producer", {"topic": "audit", "rate": "2", "name": "feeder"}).result(30)
+    return demo
+
+
+def test_the_copy_has_the_same_topics_records_offsets_and_clients(
+    tmp_path: Path, labs: list[LiveLab]
+) -> None:
+    demo = _demo(tmp_path, labs)
+    demo.act("clock-pause", {}).result(10)  # a still picture to compare
+    state: DemoState = on_driver(demo, read_state)
+    original = on_driver(demo, _everything)
+    assert state.record_count == sum(len(v) for v in original.values()) >= 31
+    assert [t.name for t in state.topics] == ["audit", "orders"]
+    committed = on_driver(demo, lambda lab: lab.cluster.groups()["billing"]["committed"])
+    assert committed
+    assert set(committed.values()) <= {0, 2}
+    assert state.committed == {"billing": {("orders", int(k[-1])): v for k, v in committed.items()}}
+    assert [c.name for c in state.clients] == ["feeder"]
+
+    copy = live_lab(
+        tmp_path, "copy", brokers=state.brokers, config=dict(state.config), topics=state.topics, rate=10.0
+    )
+    labs.append(copy)
+    said = on_driver(copy, lambda lab: fill(lab, state))
+    assert said == f"{state.record_count} record(s) copied into 2 topic(s)."
+    copy.act("clock-pause", {}).result(10)
+    copied = on_driver(copy, _everything)
+    # The committed records, at the same partitions and offsets, with the same keys and values.
+    for name, records in original.items():
+        assert copied[name][: len(records)] == records, name
+    assert on_driver(copy, lambda lab: lab.cluster.topic_config("orders")) == {"retention.ms": "86400000"}
+    assert on_driver(copy, lambda lab: lab.cluster.partition_count("orders")) == 3
+    groups = on_driver(copy, lambda lab: lab.cluster.groups())
+    assert groups["billing"]["committed"] == committed
+    assert dict(copy.spec.config)["min.insync.replicas"] == "1"
+    assert [c.name for c in copy.spec.clients] == ["feeder"]
+    assert on_driver(copy, lambda lab: lab.cluster.simulated["feeder"].state) == "running"
+
+
+def test_broker_faults_are_not_copied(tmp_path: Path, labs: list[LiveLab]) -> None:
+    demo = live_lab(
+        tmp_path,
+        "faulty",
+        rate=10.0,
+        config={"zookeeper.session.timeout.ms": "1500"},
+        topics=(TopicSpec(name="orders", partitions=1, replication_factor=3),),
+    )
+    labs.append(demo)
+    demo.act("produce", {"topic": "orders", "count": "4"}).result(30)
+    on_driver(demo, lambda lab: lab.cluster.kill_broker(3))
+    state = on_driver(demo, read_state)
+    assert state.brokers == 3
+    copy = live_lab(tmp_path, "healthy", config=dict(state.config), topics=state.topics, rate=10.0)
+    labs.append(copy)
+    on_driver(copy, lambda lab: fill(lab, state))
+    states = on_driver(copy, lambda lab: [b["state"] for b in lab.cluster.snapshot()["brokers"]])
+    assert states == ["alive", "alive", "alive"]
+    assert wait_until(lambda: len(on_driver(copy, _everything)["orders-0"]) == 4, 10)
+    assert copy.spec.clients == ()  # the demo had no simulated client

@@ -1,0 +1,116 @@
+"""The scenario player on a live lab: play runs to the end, step runs one step, the clock holds waits."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from lab.classroom.content import FIXTURES
+from lab.classroom.player import ScenarioPlayer
+from lab.engine.errors import IllegalState
+from lab.runtime.live import LiveLab
+from lab.scenarios.format import load
+from tests.classroom.helpers import live_lab, on_driver
+from tests.processes import wait_until
+
+SCENARIOS = FIXTURES / "scenarios"
+
+
+@pytest.fixture
+def labs() -> Iterator[list[LiveLab]]:
+    made: list[LiveLab] = []
+    yield made
+    for live in made:
+        live.stop()
+
+
+def _player(tmp_path: Path, labs: list[LiveLab], name: str, **kw: object) -> tuple[LiveLab, ScenarioPlayer]:
+    scenario = load(SCENARIOS / f"{name}.yaml")
+    live = live_lab(
+        tmp_path,
+        name,
+        brokers=scenario.cluster.brokers,
+        seed=scenario.cluster.seed,
+        config=dict(scenario.cluster.config),
+        **kw,
+    )
+    labs.append(live)
+    player = ScenarioPlayer(scenario, lab=name)
+    live.add_tick_hook("player", player.tick)
+    live.add_view("scenario", lambda _lab: player.view)
+    return live, player
+
+
+def test_play_runs_to_the_end_and_the_table_shows_every_step(tmp_path: Path, labs: list[LiveLab]) -> None:
+    live, player = _player(tmp_path, labs, "consumer-rewind")
+    assert wait_until(lambda: player.view.status == "ready", 10)
+    assert [r.state for r in player.view.rows] == ["pending"] * len(player.scenario.steps)
+    assert on_driver(live, player.play) == "Playing A consumer rewinds and reads again."
+    assert wait_until(lambda: player.view.finished, 30), player.view
+    view = player.view
+    assert view.status == "passed"
+    assert [r.state for r in view.rows] == ["passed"] * len(player.scenario.steps)
+    assert [r.label for r in view.rows] == [s.label for s in player.scenario.steps]
+    assert any("✓" in c and "values" in c for r in view.rows for c in r.checks)
+    # The frame carries the table for the page.
+    frame = live.wait_for_frame(lambda f: getattr(f.views.get("scenario"), "status", "") == "passed")
+    assert frame.views["scenario"].passed == len(player.scenario.steps)  # type: ignore[attr-defined]
+    with pytest.raises(IllegalState, match="the scenario is over"):
+        on_driver(live, player.play)
+
+
+def test_step_runs_exactly_the_next_step(tmp_path: Path, labs: list[LiveLab]) -> None:
+    live, player = _player(tmp_path, labs, "consumer-rewind")
+    assert on_driver(live, player.step) == f"Step 1: {player.scenario.steps[0].label}."
+    assert wait_until(lambda: player.view.mode == "paused", 10)
+    assert [r.state for r in player.view.rows[:2]] == ["passed", "pending"]
+    on_driver(live, lambda lab: None)  # more ticks: nothing else runs while paused
+    assert player.view.rows[1].state == "pending"
+    on_driver(live, player.step)  # produce 5: it waits for acks on the lab's clock, then stops
+    assert wait_until(lambda: player.view.mode == "paused", 10), player.view
+    assert [r.state for r in player.view.rows[:3]] == ["passed", "passed", "pending"]
+    assert player.view.status == "paused"
+    # Then play runs the rest.
+    on_driver(live, player.play)
+    assert wait_until(lambda: player.view.status == "passed", 30), player.view
+
+
+def test_a_paused_clock_holds_a_wait_step(tmp_path: Path, labs: list[LiveLab]) -> None:
+    live, player = _player(tmp_path, labs, "leader-failover", rate=10.0)
+    # Steps 1-4 (create, produce, expect, kill) and the note; then "wait 2000 ms".
+    for _ in range(5):
+        on_driver(live, player.step)
+        assert wait_until(lambda: player.view.mode == "paused", 20), player.view
+    assert player.view.rows[5].label == "wait 2000 ms"
+    live.act("clock-pause", {}).result(10)
+    on_driver(live, player.step)
+    for _ in range(20):
+        on_driver(live, lambda lab: None)
+    assert player.view.rows[5].state == "running"
+    assert player.view.mode == "stepping"
+    live.act("clock-resume", {}).result(10)
+    assert wait_until(lambda: player.view.rows[5].state == "passed", 10), player.view
+    assert player.view.mode == "paused"
+    on_driver(live, player.play)
+    assert wait_until(lambda: player.view.finished, 60), player.view
+    assert player.view.status == "passed", [r for r in player.view.rows if r.state != "passed"]
+
+
+def test_pause_stops_between_steps_and_restart_begins_again(tmp_path: Path, labs: list[LiveLab]) -> None:
+    live, player = _player(tmp_path, labs, "leader-failover", rate=10.0)
+    with pytest.raises(IllegalState, match="not playing"):
+        on_driver(live, player.pause)
+    on_driver(live, player.play)
+    assert wait_until(lambda: player.view.rows[3].state == "passed", 20)  # broker 1 killed
+    on_driver(live, player.pause)
+    done = player.view.passed
+    for _ in range(30):
+        on_driver(live, lambda lab: None)
+    assert player.view.passed == done
+    assert player.view.status == "paused"
+    assert "fresh cluster" in on_driver(live, player.restart)
+    assert player.view.status == "ready"
+    assert on_driver(live, lambda lab: lab.cluster.topics()) == []
+    assert all(r.state == "pending" for r in player.view.rows)
