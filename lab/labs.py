@@ -183,8 +183,13 @@ def live_of(lab: Lab) -> LiveLab:
 
 
 def boot() -> list[LiveLab]:
-    """Start every lab (the demo one included): what ``make run`` does after migrating."""
-    return [live_of(lab) for lab in Lab.objects.all()]
+    """Start every lab (the demo one included), and hook the classroom back into them:
+    what ``make run`` does after migrating."""
+    started = [live_of(lab) for lab in Lab.objects.all()]
+    from lab.classroom.attach import reattach_all
+
+    reattach_all()
+    return started
 
 
 def stop_all() -> None:

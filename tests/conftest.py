@@ -37,3 +37,19 @@ def stop_labs() -> Iterator[None]:
     from lab.runtime.manager import runtime
 
     runtime.stop_all()
+
+
+@pytest.fixture(autouse=True)
+def own_data_dir(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Each test's labs live in a directory of their own: two tests that both make a lab called
+    "Failover" must not find each other's logs on disk."""
+    if "settings" not in request.fixturenames and not request.node.get_closest_marker("django_db"):
+        from django.conf import settings as django_settings
+
+        if not django_settings.configured:
+            yield
+            return
+    from django.test import override_settings
+
+    with override_settings(LAB_DATA_DIR=tmp_path_factory.mktemp("lab-data")):
+        yield

@@ -225,3 +225,15 @@ def bump_copies_ready(slug: str) -> None:
                 copies_ready=view.copies_ready + 1,
                 copied_at=view.copied_at,
             )
+
+
+def reattach_all() -> None:
+    """After a server start: hook the classroom back into every lab that had it (make run's boot)."""
+    for progress in ExerciseProgress.objects.filter(lab__isnull=False, completed__isnull=True).select_related(
+        "lab"
+    ):
+        ensure_exercise(progress)
+    for scenario_lab in ScenarioLab.objects.select_related("lab"):
+        ensure_player(scenario_lab)
+    for demo in Demo.objects.filter(active=True).select_related("lab"):
+        ensure_demo(demo)

@@ -327,12 +327,25 @@ class Cluster:
         children = self.wait(admin.get_children(paths.BROKER_IDS), what="the live brokers")
         return sorted(int(c) for c in children if c.isdigit())
 
+    def _known(self) -> Any:
+        """The controller's view of topics, when a controller has loaded one. Reading it costs no
+        ZooKeeper round trip, so it does not move the clock (a paused lab stays still), as Kafka's
+        admin reads come from the brokers' metadata, not from ZooKeeper."""
+        ctx = self.ctx.controller_context
+        return ctx if ctx is not None and not ctx.deleting else None
+
     def partition_count(self, topic: str) -> int:
         """How many partitions ``topic`` has (UnknownTopicOrPartition if none)."""
+        known = self._known()
+        if known is not None and topic in known.topics:
+            return sum(1 for tp in known.assignments if tp.topic == topic)
         assignment, _ = self._assignment(topic)
         return len(assignment.partitions)
 
     def topics(self) -> list[str]:
+        known = self._known()
+        if known is not None:
+            return sorted(known.topics)
         admin = self._admin_session()
         try:
             return sorted(self.wait(admin.get_children(paths.BROKER_TOPICS), what="the topic list"))
@@ -419,6 +432,7 @@ class Cluster:
         return out
 
     def _assignment(self, topic: str) -> tuple[paths.TopicAssignment, int]:
+        validate_topic_name(topic)  # a name ZooKeeper would refuse as a path is no topic either
         admin = self._admin_session()
         try:
             raw, stat = self.wait(admin.get(paths.topic_path(topic)), what=f"topic {topic}")
@@ -503,9 +517,20 @@ class Cluster:
         )
         self.wait(admin.multi(ops), what="the config change")
         self.journal.record("config_changed", f"topic {topic} config now {merged or 'defaults'}", topic=topic)
+        if self._known() is not None:
+            # Answer once the controller has taken the change in, so reading it back agrees.
+            self.wait_for(
+                lambda: (k := self._known()) is None or k.topic_configs.get(topic) == merged,
+                10_000,
+                f"the controller to read {topic}'s new config",
+            )
         return merged
 
     def topic_config(self, topic: str) -> dict[str, str]:
+        """The topic's config overrides (what differs from the broker defaults)."""
+        known = self._known()
+        if known is not None and topic in known.topics and topic in known.topic_configs:
+            return dict(known.topic_configs[topic])
         self._assignment(topic)
         try:
             raw, _ = self.wait(self._admin_session().get(paths.topic_config_path(topic)))

@@ -196,6 +196,7 @@ class Controller:
             )
         await self._online_partitions(sorted(self.ctx.assignments), cause="controller failover")
         await self._on_isr_change()
+        await self._on_config_change()
         await self._on_delete_topics()
         await self._on_reassign()
         await self._on_preferred_election()
@@ -701,6 +702,30 @@ class Controller:
                 )
             with contextlib.suppress(NoNode):
                 await self.zk.delete(paths.delete_topic_path(topic))
+
+    # ------------------------------------------------------------------ topic config changes
+
+    async def _on_config_change(self) -> None:
+        """/config/changes: read topic configs again. An offline partition may be electable now
+        (unclean.leader.election.enable turned on), as Kafka's controller re-checks."""
+        try:
+            await self.zk.get_children(
+                paths.CONFIG_CHANGES, watch=self._watch("TopicConfigChange", self._on_config_change)
+            )
+        except NoNode:
+            return
+        reads = [(t, self.zk.get(paths.topic_config_path(t))) for t in sorted(self.ctx.topics)]
+        for topic, pending in reads:
+            try:
+                raw, _ = await pending
+                self.ctx.topic_configs[topic] = paths.decode_topic_config(raw)
+            except NoNode:
+                self.ctx.topic_configs[topic] = {}
+        offline = [
+            tp for tp, st in self.ctx.states.items() if st.leader == NO_LEADER or not self.ctx.live(st.leader)
+        ]
+        if offline:
+            await self._online_partitions(sorted(offline), cause="topic config changed")
 
     # ------------------------------------------------------------------ ISR change notifications
 

@@ -417,6 +417,8 @@ def parse(text: str, *, source: str = "<scenario>", slug: str = "scenario") -> S
     except yaml.MarkedYAMLError as exc:
         line = exc.problem_mark.line + 1 if exc.problem_mark is not None else None
         raise ScenarioError(source, line, f"not valid YAML: {exc.problem}") from None
+    except yaml.YAMLError as exc:  # e.g. a control character the reader refuses
+        raise ScenarioError(source, None, f"not valid YAML: {exc}") from None
     if root is None:
         raise ScenarioError(source, None, "the file is empty")
     if not isinstance(root, yaml.MappingNode):

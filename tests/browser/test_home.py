@@ -25,7 +25,7 @@ def test_a_newcomer_logs_in_and_sees_zookeeper_and_the_demo_lab(
     card = page.locator("#zookeeper-status")
     expect(card).to_contain_text("ZooKeeper answers at")
     expect(card.locator("dd").first).to_have_text(re.compile(r"^\d+\.\d+\.\d+$"))
-    expect(page.get_by_role("link", name="Demo")).to_be_visible()
+    expect(page.get_by_role("link", name="Demo", exact=True)).to_be_visible()
     assert page.evaluate("htmx.version").startswith("2.0.")
 
     page.screenshot(path=artifacts / "home-light.png", full_page=True)

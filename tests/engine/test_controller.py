@@ -185,3 +185,32 @@ def test_every_election_says_why_with_the_epochs_and_isrs() -> None:
         line = next(t for t in texts(c, "leader_election") if "orders-0 leader 1 -> 2" in t)
         assert "leader_epoch 0 -> 1" in line
         assert "isr [1, 2, 3] -> [2, 3]" in line
+
+
+def test_looking_up_a_topic_with_an_illegal_name_is_invalid_topic() -> None:
+    with checked_cluster(1) as c:
+        for call in (
+            lambda: c.partition_count("bad\x00name"),
+            lambda: c.delete_topic("a/b"),
+            lambda: c.topic_config(""),
+        ):
+            with pytest.raises(InvalidTopic):
+                call()
+
+
+def test_config_changes_reach_the_controller_and_unclean_election_can_bring_a_partition_back() -> None:
+    with checked_cluster(3) as c:
+        c.create_topic("t", replication_factor=2, config={"min.insync.replicas": "1"})
+        c.isolate_broker(2, from_="brokers")
+        p = c.producer(acks="all")
+        p.send("t", "only-on-1")
+        c.wait_for(lambda: part(c, "t", 0)["isr"] == [1], 20_000)
+        c.heal(2)
+        c.kill_broker(1)
+        c.wait_for(lambda: part(c, "t", 0)["leader"] == -1, 20_000)
+        c.alter_topic_config("t", {"unclean.leader.election.enable": "true"})
+        assert c.topic_config("t") == {"min.insync.replicas": "1", "unclean.leader.election.enable": "true"}
+        c.wait_for(lambda: part(c, "t", 0)["leader"] == 2, 10_000)
+        assert any(
+            "topic config changed" in t and "unclean election" in t for t in texts(c, "leader_election")
+        )

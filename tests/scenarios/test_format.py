@@ -54,3 +54,8 @@ def test_errors_name_the_line_and_the_problem(text: str, line: int, message: str
     assert raised.value.line == line
     assert message in str(raised.value)
     assert str(raised.value).startswith(f"bad.yaml line {line}:")
+
+
+def test_a_control_character_is_a_scenario_error_not_a_crash() -> None:
+    with pytest.raises(ScenarioError, match="not valid YAML"):
+        parse("name: x\x07\nsteps:\n  - kill: 1\n", source="bell.yaml")
