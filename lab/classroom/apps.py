@@ -8,7 +8,18 @@ class ClassroomConfig(AppConfig):
     verbose_name = "Classroom"
 
     def ready(self) -> None:
-        # The live fragments the classroom adds to lab pages (exercise checks, scenario player, demo banner).
-        from lab.classroom.attach import register_fragments
+        from django.db.models.signals import post_delete, post_save
 
+        from lab.classroom import content
+        from lab.classroom.attach import register_fragments
+        from lab.classroom.models import ExerciseDefinition
+
+        # The live fragments the classroom adds to lab pages (exercise checks, scenario player, demo banner).
         register_fragments()
+
+        # Exercises edited in the admin are read again after a save or a delete.
+        def changed(**_: object) -> None:
+            content.definitions_changed()
+
+        post_save.connect(changed, sender=ExerciseDefinition, weak=False)
+        post_delete.connect(changed, sender=ExerciseDefinition, weak=False)

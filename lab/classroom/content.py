@@ -16,8 +16,10 @@ from django.conf import settings
 from django.utils.safestring import SafeString, mark_safe
 from markdown_it import MarkdownIt
 
-from lab.exercises.format import Exercise
+from lab.classroom.models import ExerciseDefinition
+from lab.exercises.format import Exercise, ExerciseError
 from lab.exercises.format import load_all as load_exercises
+from lab.exercises.format import parse as parse_exercise
 from lab.scenarios.format import Scenario, ScenarioError
 from lab.scenarios.format import load as load_scenario
 
@@ -63,17 +65,64 @@ class ScenarioEntry:
 
 
 def exercises() -> tuple[Exercise, ...]:
-    """Every exercise, in teaching order."""
+    """Every exercise, in teaching order: the shipped files, overridden by the admin's definitions."""
     directory = exercises_dir()
     stamp = _stamp(directory)
     with _lock:
         cached = _exercises.get(directory)
-        if cached is not None and cached[0] == stamp:
+        if cached is not None and cached[0] == stamp and not _stale_definitions():
             return cached[1]
-    loaded = tuple(load_exercises(directory))
+    shipped = {e.slug: e for e in load_exercises(directory)}
+    for definition in _definitions():
+        if not definition.enabled:
+            shipped.pop(definition.slug, None)
+            continue
+        try:
+            shipped[definition.slug] = parse_exercise(
+                definition.source, source=f"exercise {definition.slug}", slug=definition.slug
+            )
+        except (ExerciseError, ValueError):
+            continue  # the admin refuses to save a broken one; an old broken row is skipped
+    loaded = tuple(sorted(shipped.values(), key=lambda e: (e.order, e.title)))
     with _lock:
         _exercises[directory] = (stamp, loaded)
+        _definitions_seen[0] = _definitions_version[0]
     return loaded
+
+
+# The admin's exercise rows: read in sync code only (an async view reuses what is cached), and
+# read again after a save or a delete (see the signal handlers in apps.py).
+_definitions_version = [0]
+_definitions_seen = [-1]
+
+
+def definitions_changed() -> None:
+    _definitions_version[0] += 1
+
+
+def _stale_definitions() -> bool:
+    return _definitions_seen[0] != _definitions_version[0] and not _in_event_loop()
+
+
+def _in_event_loop() -> bool:
+    import asyncio
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
+def _definitions() -> list[ExerciseDefinition]:
+    if _in_event_loop():
+        return []
+    from django.db.utils import DatabaseError
+
+    try:
+        return list(ExerciseDefinition.objects.all())
+    except DatabaseError:  # before migrations
+        return []
 
 
 def exercise(slug: str) -> Exercise | None:

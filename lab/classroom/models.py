@@ -84,3 +84,36 @@ class ScenarioLab(models.Model):
 
     def __str__(self) -> str:
         return f"{self.lab} plays {self.scenario}"
+
+
+class ExerciseDefinition(models.Model):
+    """An exercise managed in the Django admin: the same YAML as fixtures/exercises.
+
+    A row with a shipped exercise's slug replaces it; a disabled row hides it. The admin checks the
+    YAML on save and names what is wrong, so a broken exercise never reaches a student.
+    """
+
+    slug = models.SlugField(max_length=100, unique=True)
+    source = models.TextField(help_text="The exercise, in the YAML format of fixtures/exercises/*.yaml.")
+    enabled = models.BooleanField(
+        default=True, help_text="Shown to students; off hides it (a shipped one too)."
+    )
+    updated = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ("slug",)
+
+    def __str__(self) -> str:
+        return self.slug
+
+    def clean(self) -> None:
+        from django.core.exceptions import ValidationError
+
+        from lab.exercises.format import ExerciseError, parse
+
+        if not self.enabled and not self.source.strip():
+            return
+        try:
+            parse(self.source, source=f"exercise {self.slug}", slug=self.slug)
+        except (ExerciseError, ValueError) as error:
+            raise ValidationError({"source": str(error)}) from None

@@ -1,0 +1,60 @@
+"""Instructors manage exercises in the Django admin: edit, add, hide; a broken one is refused with the reason."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.test import Client
+
+from lab.classroom import content
+from lab.classroom.models import ExerciseDefinition
+
+SHIPPED = Path(__file__).resolve().parents[2] / "fixtures" / "exercises" / "4-failover.yaml"
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def admin_client() -> Client:
+    user = get_user_model().objects.create_superuser("boss", password="pw-for-tests")
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def test_an_admin_row_replaces_a_shipped_exercise_and_can_hide_it(admin_client: Client) -> None:
+    source = SHIPPED.read_text().replace("title: Leader failover", "title: Leader failover, our way")
+    response = admin_client.post(
+        "/admin/classroom/exercisedefinition/add/", {"slug": "4-failover", "source": source, "enabled": "on"}
+    )
+    assert response.status_code == 302
+    assert content.exercise("4-failover").title == "Leader failover, our way"
+    ExerciseDefinition.objects.filter(slug="4-failover").update(enabled=False)
+    content.definitions_changed()
+    assert content.exercise("4-failover") is None
+    assert len(content.exercises()) == 7
+
+
+def test_a_broken_exercise_is_refused_with_what_is_wrong(admin_client: Client) -> None:
+    response = admin_client.post(
+        "/admin/classroom/exercisedefinition/add/",
+        {
+            "slug": "broken",
+            "source": "title: Broken\ninstructions: x\nsetup: {steps: [{kill: one}]}\nchecks: []\n",
+            "enabled": "on",
+        },
+    )
+    assert response.status_code == 200
+    assert "&#x27;broker&#x27; must be an integer, not &#x27;one&#x27;" in response.content.decode()
+    assert not ExerciseDefinition.objects.exists()
+
+
+def test_the_copy_action_brings_the_shipped_exercises_in_for_editing(admin_client: Client) -> None:
+    response = admin_client.post(
+        "/admin/classroom/exercisedefinition/",
+        {"action": "copy_shipped", "_selected_action": []},
+        follow=True,
+    )
+    assert response.status_code == 200
+    assert ExerciseDefinition.objects.count() == len(list(SHIPPED.parent.glob("*.yaml")))
