@@ -172,6 +172,23 @@ class GroupCoordinator:
     def _reply(self, env: Envelope) -> Reply:
         return lambda body: self.broker.endpoint.respond(env, body)
 
+    def _member(self, group_id: str, member_id: str, generation: int) -> tuple[Group, Member] | KafkaError:
+        """The group and member a request names, or the error that fences it (Kafka's checks, in Kafka's order)."""
+        from lab.engine import errors
+
+        not_here = self._not_here(group_id)
+        if not_here is not None:
+            return not_here
+        group = self.groups.get(group_id)
+        member = None if group is None else group.members.get(member_id)
+        if group is None or member is None:
+            return errors.UnknownMemberId(f"group {group_id} does not know member {member_id}")
+        if generation != group.generation:
+            return errors.IllegalGeneration(
+                f"generation {generation} is not group {group_id}'s {group.generation}"
+            )
+        return group, member
+
     def _not_here(self, group_id: str) -> KafkaError | None:
         from lab.engine.errors import InvalidGroupId, NotCoordinator
 
@@ -625,22 +642,11 @@ class GroupCoordinator:
         def fail(error: KafkaError) -> None:
             reply(SyncGroupResponse(error=error.name, message=error.message))
 
-        not_here = self._not_here(req.group_id)
-        if not_here is not None:
-            fail(not_here)
+        found = self._member(req.group_id, req.member_id, req.generation_id)
+        if isinstance(found, KafkaError):
+            fail(found)
             return
-        group = self.groups.get(req.group_id)
-        member = None if group is None else group.members.get(req.member_id)
-        if group is None or member is None:
-            fail(errors.UnknownMemberId(f"group {req.group_id} does not know member {req.member_id}"))
-            return
-        if req.generation_id != group.generation:
-            fail(
-                errors.IllegalGeneration(
-                    f"generation {req.generation_id} is not group {group.group_id}'s {group.generation}"
-                )
-            )
-            return
+        group, member = found
         if group.state is GroupState.PREPARING_REBALANCE:
             fail(errors.RebalanceInProgress(f"group {group.group_id} is rebalancing"))
             return
@@ -733,22 +739,11 @@ class GroupCoordinator:
                 else HeartbeatResponse(error=error.name, message=error.message)
             )
 
-        not_here = self._not_here(req.group_id)
-        if not_here is not None:
-            answer(not_here)
+        found = self._member(req.group_id, req.member_id, req.generation_id)
+        if isinstance(found, KafkaError):
+            answer(found)
             return
-        group = self.groups.get(req.group_id)
-        member = None if group is None else group.members.get(req.member_id)
-        if group is None or member is None:
-            answer(errors.UnknownMemberId(f"group {req.group_id} does not know member {req.member_id}"))
-            return
-        if req.generation_id != group.generation:
-            answer(
-                errors.IllegalGeneration(
-                    f"generation {req.generation_id} is not group {group.group_id}'s {group.generation}"
-                )
-            )
-            return
+        group, member = found
         self._schedule_session(group, member)
         if group.state is GroupState.PREPARING_REBALANCE:
             answer(errors.RebalanceInProgress(f"group {group.group_id} is rebalancing: join again"))
@@ -848,17 +843,11 @@ class GroupCoordinator:
                 group = Group(req.group_id)
                 self.groups[req.group_id] = group
         else:
-            member = None if group is None else group.members.get(req.member_id)
-            if group is None or member is None:
-                fail(errors.UnknownMemberId(f"group {req.group_id} does not know member {req.member_id}"))
+            found = self._member(req.group_id, req.member_id, req.generation_id)
+            if isinstance(found, KafkaError):
+                fail(found)
                 return
-            if req.generation_id != group.generation:
-                fail(
-                    errors.IllegalGeneration(
-                        f"generation {req.generation_id} is not group {group.group_id}'s {group.generation}"
-                    )
-                )
-                return
+            group, member = found
             if group.state is GroupState.COMPLETING_REBALANCE:
                 fail(errors.RebalanceInProgress(f"group {group.group_id} is completing a rebalance"))
                 return

@@ -9,7 +9,7 @@ decides how fast virtual milliseconds pass.
 from __future__ import annotations
 
 import heapq
-import random
+from random import Random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,13 +36,13 @@ class Scheduler:
 
     seed: int = 0
     now_ms: int = 0
-    rng: random.Random = field(init=False)
+    rng: Random = field(init=False)
     _heap: list[tuple[int, int, Timer]] = field(default_factory=list, init=False)
     _seq: int = field(default=0, init=False)
     events_run: int = field(default=0, init=False)
 
     def __post_init__(self) -> None:
-        self.rng = random.Random(self.seed)
+        self.rng = Random(self.seed)
 
     def call_at(self, time_ms: int, callback: Callable[..., Any], *args: Any, label: str = "") -> Timer:
         if time_ms < self.now_ms:
