@@ -20,17 +20,15 @@ from lab.engine.errors import (
     CoordinatorNotAvailable,
     ElectionNotNeeded,
     IllegalArgument,
-    IllegalState,
     InvalidPartitions,
     InvalidRequest,
-    KafkaError,
     LeaderNotAvailable,
     NotCoordinator,
     PreferredLeaderNotAvailable,
     UnknownTopicOrPartition,
 )
 from lab.engine.ids import TopicPartition
-from lab.runtime.actions import Act, Waiting
+from lab.runtime.actions import Act, Waiting, acks_waiting
 from lab.runtime.spec import TopicSpec
 
 if TYPE_CHECKING:
@@ -395,45 +393,9 @@ def produce(
         if acks == "0":
             return f"{count} record(s) sent to {topic} with acks=0: no answer comes back, so no offsets."
 
-        def summary() -> str:
-            failed = [f.failed_with() for f in futures if f.done() and f.failed_with() is not None]
-            done = [f.result() for f in futures if f.done() and f.failed_with() is None]
-            if failed and not done:
-                error = failed[0]
-                if isinstance(error, KafkaError):
-                    raise error
-                raise IllegalState(str(error))
-            where: dict[int, list[int]] = {}
-            for md in done:
-                where.setdefault(md.partition, []).append(md.offset)
-            spans = ", ".join(
-                f"{topic}-{p} offset{'s' if len(o) > 1 else ''} {_span(o)}" for p, o in sorted(where.items())
-            )
-            text = f"{len(done)} of {count} record(s) acknowledged (acks={acks}): {spans}."
-            if failed:
-                text += f" {len(failed)} failed: {failed[0]}."
-            return text
-
-        def timed_out() -> str:
-            answered = sum(f.done() for f in futures)
-            return (
-                f"{count} record(s) sent to {topic}; {count - answered} still wait for acks={acks} "
-                "(the leader answers once the ISR has them)."
-            )
-
-        return Waiting(
-            ready=lambda: all(f.done() for f in futures),
-            result=summary,
-            on_timeout=timed_out,
-            deadline=_deadline(),
-        )
+        return acks_waiting(futures, topic=topic, acks=acks, deadline=_deadline())
 
     return run
-
-
-def _span(offsets: Sequence[int]) -> str:
-    low, high = min(offsets), max(offsets)
-    return str(low) if low == high else f"{low} to {high}"
 
 
 # ---------------------------------------------------------------------------- groups

@@ -9,9 +9,9 @@ decides how fast virtual milliseconds pass.
 from __future__ import annotations
 
 import heapq
-from random import Random
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from random import Random
 from typing import Any
 
 

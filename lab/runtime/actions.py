@@ -10,7 +10,7 @@ an answer that takes engine time) is what the person sees as "done".
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -175,6 +175,46 @@ def _shutdown(p: Mapping[str, str]) -> Act:
 # ---------------------------------------------------------------------------- records and topics
 
 
+def acks_waiting(futures: Sequence[Any], *, topic: str, acks: str, deadline: float) -> Waiting:
+    """Wait, on the driver thread, for a producer's answers; then say what was acknowledged, and where."""
+    count = len(futures)
+
+    def summary() -> str:
+        failed = [f.failed_with() for f in futures if f.done() and f.failed_with() is not None]
+        done = [f.result() for f in futures if f.done() and f.failed_with() is None]
+        if failed and not done:
+            error = failed[0]
+            if isinstance(error, KafkaError):
+                raise error
+            raise IllegalState(str(error))
+        where: dict[int, list[int]] = {}
+        for md in done:
+            where.setdefault(md.partition, []).append(md.offset)
+        spans = ", ".join(
+            f"{topic}-{p} offset{'s' if len(o) > 1 else ''} {_span(o)}" for p, o in sorted(where.items())
+        )
+        text = f"{len(done)} of {count} record(s) acknowledged (acks={acks}): {spans}."
+        if failed:
+            text += f" {len(failed)} failed: {failed[0]}."
+        return text
+
+    def timed_out() -> str:
+        answered = sum(f.done() for f in futures)
+        return (
+            f"{count} record(s) sent to {topic}; {count - answered} still wait for acks={acks} "
+            "(the leader answers once the ISR has them, or the producer gives up after delivery.timeout.ms)."
+        )
+
+    return Waiting(
+        ready=lambda: all(f.done() for f in futures), result=summary, on_timeout=timed_out, deadline=deadline
+    )
+
+
+def _span(offsets: Sequence[int]) -> str:
+    low, high = min(offsets), max(offsets)
+    return str(low) if low == high else f"{low} to {high}"
+
+
 def _produce(p: Mapping[str, str]) -> Act:
     topic = _text(p, "topic")
     count = _int(p, "count", low=1, high=MAX_PRODUCE, default=1)
@@ -190,33 +230,7 @@ def _produce(p: Mapping[str, str]) -> Act:
         if acks == "0":
             return f"{count} record(s) sent to {topic} with acks=0: no answer comes back."
 
-        def summary() -> str:
-            failed = [f.failed_with() for f in futures if f.done() and f.failed_with() is not None]
-            done = [f.result() for f in futures if f.done() and f.failed_with() is None]
-            if failed and not done:
-                error = failed[0]
-                if isinstance(error, KafkaError):
-                    raise error
-                raise IllegalState(str(error))
-            parts = sorted({f"{md.topic}-{md.partition}" for md in done})
-            text = f"{len(done)} of {count} record(s) acknowledged (acks={acks}) by {', '.join(parts)}."
-            if failed:
-                text += f" {len(failed)} failed: {failed[0]}."
-            return text
-
-        def timed_out() -> str:
-            answered = sum(f.done() for f in futures)
-            return (
-                f"{count} record(s) sent to {topic}; {count - answered} still wait for acks={acks} "
-                "(the leader answers once the ISR has them, or the producer gives up after delivery.timeout.ms)."
-            )
-
-        return Waiting(
-            ready=lambda: all(f.done() for f in futures),
-            result=summary,
-            on_timeout=timed_out,
-            deadline=time.monotonic() + PRODUCE_WAIT_S,
-        )
+        return acks_waiting(futures, topic=topic, acks=acks, deadline=time.monotonic() + PRODUCE_WAIT_S)
 
     return run
 

@@ -132,7 +132,7 @@ def test_produce_answers_once_the_records_are_acknowledged(lab: LiveLab, wall: F
         wall.now += 0.05
         ticks_later(lab, 1)
     text = future.result()
-    assert text.startswith("5 of 5 record(s) acknowledged (acks=all) by orders-")
+    assert text.startswith("5 of 5 record(s) acknowledged (acks=all): orders-")
     with pytest.raises(IllegalArgument, match="there is no topic 'nope'; create it first"):
         lab.act("produce", {"topic": "nope"}).result(10)
     with pytest.raises(IllegalArgument, match="count must be between 1 and 1000, not 5000"):
