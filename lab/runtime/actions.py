@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from lab.engine.cluster import Cluster
 from lab.engine.errors import IllegalArgument, IllegalState, KafkaError
 from lab.runtime.spec import ClientSpec, TopicSpec, check_rate
 
@@ -87,44 +88,30 @@ def _broker(params: Mapping[str, str]) -> int:
 # ---------------------------------------------------------------------------- brokers
 
 
-def _kill(p: Mapping[str, str]) -> Act:
-    b = _broker(p)
+def _broker_op(operation: Callable[[Cluster, int], object], said: str) -> Callable[[Mapping[str, str]], Act]:
+    """A control that does one thing to one broker and says so (``said`` has ``{b}`` for its id)."""
 
-    def run(lab: LiveLab) -> str:
-        lab.cluster.kill_broker(b)
-        return f"Broker {b} killed."
+    def parse(p: Mapping[str, str]) -> Act:
+        b = _broker(p)
 
-    return run
+        def run(lab: LiveLab) -> str:
+            operation(lab.cluster, b)
+            return said.format(b=b)
 
+        return run
 
-def _restart(p: Mapping[str, str]) -> Act:
-    b = _broker(p)
-
-    def run(lab: LiveLab) -> str:
-        lab.cluster.restart_broker(b)
-        return f"Broker {b} restarting: it recovers its logs, then registers."
-
-    return run
+    return parse
 
 
-def _pause(p: Mapping[str, str]) -> Act:
-    b = _broker(p)
-
-    def run(lab: LiveLab) -> str:
-        lab.cluster.pause_broker(b)
-        return f"Broker {b} paused."
-
-    return run
-
-
-def _resume(p: Mapping[str, str]) -> Act:
-    b = _broker(p)
-
-    def run(lab: LiveLab) -> str:
-        lab.cluster.resume_broker(b)
-        return f"Broker {b} resumed."
-
-    return run
+_kill = _broker_op(Cluster.kill_broker, "Broker {b} killed.")
+_restart = _broker_op(Cluster.restart_broker, "Broker {b} restarting: it recovers its logs, then registers.")
+_pause = _broker_op(Cluster.pause_broker, "Broker {b} paused.")
+_resume = _broker_op(Cluster.resume_broker, "Broker {b} resumed.")
+_heal = _broker_op(Cluster.heal, "Broker {b} healed.")
+_shutdown = _broker_op(
+    lambda cluster, b: cluster.controlled_shutdown(b, wait=False),
+    "Broker {b} shutting down: it hands its leaderships over first.",
+)
 
 
 def _slow(p: Mapping[str, str]) -> Act:
@@ -148,26 +135,6 @@ def _isolate(p: Mapping[str, str]) -> Act:
     def run(lab: LiveLab) -> str:
         lab.cluster.isolate_broker(b, from_="zookeeper" if side == "zookeeper" else "brokers")
         return f"Broker {b} cut off from {'ZooKeeper' if side == 'zookeeper' else 'the other brokers'}."
-
-    return run
-
-
-def _heal(p: Mapping[str, str]) -> Act:
-    b = _broker(p)
-
-    def run(lab: LiveLab) -> str:
-        lab.cluster.heal(b)
-        return f"Broker {b} healed."
-
-    return run
-
-
-def _shutdown(p: Mapping[str, str]) -> Act:
-    b = _broker(p)
-
-    def run(lab: LiveLab) -> str:
-        lab.cluster.controlled_shutdown(b, wait=False)
-        return f"Broker {b} shutting down: it hands its leaderships over first."
 
     return run
 
