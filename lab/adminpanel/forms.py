@@ -59,6 +59,20 @@ def whole(raw: str, label: str, *, low: int = 0, high: int | None = None) -> int
     return value
 
 
+def partition_of(raw: str, partitions: int) -> int:
+    """A partition number the topic has, or the error a client would get for it."""
+    value = whole(raw, "Partition")
+    if value >= partitions:
+        raise forms.ValidationError(
+            named(
+                UnknownTopicOrPartition(
+                    f"the topic has {partitions} partition(s); there is no partition {value}"
+                )
+            )
+        )
+    return value
+
+
 def virtual_time(raw: str) -> int:
     """Virtual ms from ``12500`` (ms) or ``0:12.5`` / ``0:12.500`` (minutes:seconds, as the clock shows)."""
     text = raw.strip()
@@ -323,22 +337,13 @@ class ElectForm(PanelForm):
 
     def __init__(self, *args: Any, partitions: int, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.count = partitions
+        self.partitions = partitions
 
     def clean_partition(self) -> int | None:
         raw = str(self.cleaned_data.get("partition") or "").strip()
         if not raw:
             return None
-        value = whole(raw, "Partition")
-        if value >= self.count:
-            raise forms.ValidationError(
-                named(
-                    UnknownTopicOrPartition(
-                        f"the topic has {self.count} partition(s); there is no partition {value}"
-                    )
-                )
-            )
-        return value
+        return partition_of(raw, self.partitions)
 
 
 # ---------------------------------------------------------------------------- messages
@@ -389,20 +394,11 @@ class BrowseForm(PanelForm):
 
     def __init__(self, *args: Any, partitions: int, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.count = partitions
+        self.partitions = partitions
 
     def clean_partition(self) -> int:
         raw = str(self.cleaned_data.get("partition") or "").strip() or "0"
-        value = whole(raw, "Partition")
-        if value >= self.count:
-            raise forms.ValidationError(
-                named(
-                    UnknownTopicOrPartition(
-                        f"the topic has {self.count} partition(s); there is no partition {value}"
-                    )
-                )
-            )
-        return value
+        return partition_of(raw, self.partitions)
 
     def clean_offset(self) -> int | None:
         raw = str(self.cleaned_data.get("offset") or "").strip()
@@ -447,22 +443,13 @@ class ProduceForm(PanelForm):
     def __init__(self, *args: Any, partitions: int, **kwargs: Any) -> None:
         kwargs.setdefault("auto_id", "produce_%s")  # its page has the browser's partition field too
         super().__init__(*args, **kwargs)
-        self.count_of_partitions = partitions
+        self.partitions = partitions
 
     def clean_partition(self) -> int | None:
         raw = str(self.cleaned_data.get("partition") or "").strip()
         if not raw:
             return None
-        value = whole(raw, "Partition")
-        if value >= self.count_of_partitions:
-            raise forms.ValidationError(
-                named(
-                    UnknownTopicOrPartition(
-                        f"the topic has {self.count_of_partitions} partition(s); there is no partition {value}"
-                    )
-                )
-            )
-        return value
+        return partition_of(raw, self.partitions)
 
     def clean_acks(self) -> str:
         return str(self.cleaned_data.get("acks") or "all")
