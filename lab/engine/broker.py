@@ -723,7 +723,7 @@ class Broker:
     def _send_fetch_response(self, env: Envelope, response: FetchResponse) -> None:
         self.endpoint.respond(env, response)
 
-    def _complete_fetch(self, delayed: DelayedFetch) -> None:
+    def _complete_fetch(self, delayed: DelayedFetch, response: FetchResponse | None = None) -> None:
         if delayed.done:
             return
         delayed.done = True
@@ -735,8 +735,17 @@ class Broker:
                 waiting.remove(delayed)
                 if not waiting:
                     del self._watches.fetches[tp]
-        response, _ = self._read_fetch(req)
+        if response is None:
+            response, _ = self._read_fetch(req)
         self._send_fetch_response(delayed.request, response)
+
+    def _try_complete_fetch(self, delayed: DelayedFetch) -> None:
+        """Answer a waiting fetch if what it would get now is enough (min_bytes, or an error)."""
+        if delayed.done:
+            return
+        response, enough = self._read_fetch(delayed.request.body)
+        if enough:
+            self._complete_fetch(delayed, response)
 
     def _expire_fetch(self, delayed: DelayedFetch) -> None:
         self._complete_fetch(delayed)
@@ -745,7 +754,7 @@ class Broker:
         """New records at the leader: wake followers waiting for them."""
         for delayed in list(self._watches.fetches.get(tp, ())):
             if delayed.request.body.replica_id >= 0:
-                self._complete_fetch(delayed)
+                self._try_complete_fetch(delayed)
         partition = self.partitions.get(tp)
         if partition is not None and partition.maybe_increment_high_watermark():
             self._high_watermark_moved(tp)
@@ -754,7 +763,7 @@ class Broker:
         self._check_produces(tp)
         for delayed in list(self._watches.fetches.get(tp, ())):
             if delayed.request.body.replica_id < 0:
-                self._complete_fetch(delayed)
+                self._try_complete_fetch(delayed)
 
     def _partition_changed(self, tp: TopicPartition) -> None:
         """Leadership moved: every waiting request on ``tp`` answers now."""

@@ -330,7 +330,7 @@ STEPS: dict[str, tuple[Schema, tuple[str, ...], str | None]] = {
     "resume": (BROKER, ("broker",), "broker"),
     "heal": (BROKER, ("broker",), "broker"),
     "controlled_shutdown": (BROKER, ("broker",), "broker"),
-    "isolate": ({"broker": _int, "from": _choice("zookeeper", "brokers")}, ("broker",), "broker"),
+    "isolate": ({"broker": _int, "from": _choice("zookeeper", "brokers", "clients")}, ("broker",), "broker"),
     "slow": ({"broker": _int, "delay_ms": _nonneg}, ("broker",), "broker"),
     "wait": ({"ms": _nonneg}, ("ms",), "ms"),
     "wait_until": ({**EXPECT, "timeout_ms": _positive}, (), None),

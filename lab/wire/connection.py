@@ -84,11 +84,14 @@ class Connection:
         self._queue.put("request", lambda: self._serve(data))
 
     def disconnected(self) -> None:
-        """The client went away (or the runtime dropped it): forget it."""
+        """The client went away: forget it and whatever it still waited for."""
         if self.closed:
             return
-        self.closed = True
+        self._forget()
         self._queue.clear()
+
+    def _forget(self) -> None:
+        self.closed = True
         self.endpoint.close()
         self.server.forget(self)
 
@@ -124,7 +127,9 @@ class Connection:
             f"{self.describe()} disconnected from broker {self.broker_id}: {why}",
             broker=self.broker_id,
         )
-        self.disconnected()
+        # Not ``disconnected``: this may run inside the request being served, which must not
+        # cancel itself; the requests still queued see ``closed`` and stop.
+        self._forget()
         self._close(why)
 
     def describe(self) -> str:
@@ -143,6 +148,8 @@ class Connection:
 
     async def _serve(self, data: bytes) -> None:
         try:
+            if self.closed:
+                return
             response = await self._answer(data)
         finally:
             self.in_flight -= 1
