@@ -17,25 +17,80 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from lab.engine.errors import KafkaError
 from lab.runtime.live import Listen, LiveLab
 from lab.runtime.spec import LabSpec, TopicSpec
 
 
+class ClusterHandle:
+    """The engine's ``Cluster`` API from any thread: each call runs on the lab's driver thread
+    (the engine is not thread-safe) and returns its result, or raises its Kafka error.
+
+        served.cluster.kill_broker(1)
+        served.cluster.partition_state("orders", 0)
+    """
+
+    def __init__(self, lab: LiveLab, timeout_s: float = 60.0) -> None:
+        self._lab = lab
+        self._timeout_s = timeout_s
+
+    def __getattr__(self, name: str) -> Callable[..., Any]:
+        if name.startswith("_"):
+            raise AttributeError(name)
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            return self._lab.submit(lambda lab: getattr(lab.cluster, name)(*args, **kwargs)).result(
+                self._timeout_s
+            )
+
+        call.__name__ = name
+        return call
+
+
 @dataclass(frozen=True, slots=True)
 class ServedCluster:
-    """A running cluster: where clients connect, and the lab that runs it (for faults)."""
+    """A running cluster: where clients connect, and a handle on the engine for faults."""
 
     bootstrap_servers: str
     lab: LiveLab
 
-    def call(self, fn: object, timeout_s: float = 30.0) -> object:
-        """Run ``fn(cluster)`` on the lab's driver thread (the engine is not thread-safe)."""
-        return self.lab.submit(lambda lab: fn(lab.cluster)).result(timeout_s)  # type: ignore[operator]
+    @property
+    def cluster(self) -> ClusterHandle:
+        return ClusterHandle(self.lab)
+
+    @property
+    def brokers(self) -> dict[int, str]:
+        """Each broker's ``host:port``."""
+        assert self.lab.listeners is not None
+        return {s.broker_id: f"{s.host}:{s.port}" for s in self.lab.listeners.states()}
+
+
+def free_ports(count: int, host: str = "127.0.0.1", *, start: int = 20_000, stop: int = 60_000) -> int:
+    """The first of ``count`` consecutive ports that nobody listens on now."""
+    import random
+    import socket
+
+    rng = random.Random()
+    for _ in range(200):
+        base = rng.randrange(start, stop - count)
+        sockets = []
+        try:
+            for port in range(base, base + count):
+                sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                sockets.append(sock)
+                sock.bind((host, port))
+            return base
+        except OSError:
+            continue
+        finally:
+            for sock in sockets:
+                sock.close()
+    raise OSError(f"no {count} consecutive free ports on {host}")
 
 
 def parse_topic(text: str) -> TopicSpec:
