@@ -57,7 +57,7 @@ def _json_safe(value: Any) -> Any:
     return json.loads(json.dumps(value, default=str))
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)  # a run is itself: the queue finds and removes it by identity
 class Run:
     id: str
     owner_id: int
