@@ -166,6 +166,9 @@ def main(argv: list[str] | None = None) -> int:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         if labs_started:
+            from lab.api.runs import runs
+
+            runs.stop()  # cancels scenario runs, however long they would have run
             _say("Labs: stopping...")
             from lab import labs
 

@@ -93,6 +93,19 @@ class LabServer:
                 self.process.wait()
         return self.process.returncode
 
+    def manage(self, *args: str) -> str:
+        """Run ``manage.py`` on this server's data directory; its output."""
+        done = subprocess.run(
+            [sys.executable, "manage.py", *args],
+            cwd=REPO,
+            env=self._env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        )
+        return done.stdout
+
     def output(self) -> str:
         try:
             return self.output_path.read_text(errors="replace")

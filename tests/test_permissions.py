@@ -183,6 +183,7 @@ API_OPERATIONS: dict[tuple[str, str], tuple[str, Any]] = {
     ("POST", "/api/scenarios/runs"): (API_USER, {"scenario": "leader-failover"}),
     ("GET", "/api/scenarios/runs/{run_id}"): (API_RUN, None),
     ("GET", "/api/scenarios/runs/{run_id}/result"): (API_RUN, None),
+    ("POST", "/api/scenarios/runs/{run_id}/cancel"): (API_RUN, None),
 }
 
 

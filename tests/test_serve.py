@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import json
 import signal
 import socket
+import time
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.lab_server import LabServer
-from tests.processes import alive, pids_mentioning
+from tests.processes import alive, pids_mentioning, wait_until
+from tests.scenarios.helpers import RUNAWAY
 
 
 def _get(url: str) -> str:
@@ -94,3 +98,36 @@ def test_make_run_makes_the_demo_user_and_lab_and_says_how_to_log_in(tmp_path: P
     finally:
         assert server.stop() == 0, server.output()
     assert "Labs: stopping..." in server.output()
+
+
+def _api(url: str, token: str, body: Any = None) -> Any:
+    request = urllib.request.Request(
+        url,
+        data=None if body is None else json.dumps(body).encode(),
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return json.loads(response.read())
+
+
+def test_sigterm_stops_the_server_within_seconds_while_scenario_runs_run(
+    tmp_path: Path, zookeeper: str
+) -> None:
+    server = LabServer(tmp_path, zookeeper=zookeeper)
+    try:
+        url = server.start()
+        token = server.manage("createtoken", "demo", "runaway").strip().splitlines()[-1]
+        runs = [_api(url + "/api/scenarios/runs", token, {"yaml": RUNAWAY}) for _ in range(3)]
+
+        def running() -> bool:
+            statuses = [_api(f"{url}/api/scenarios/runs/{run['id']}", token) for run in runs[:2]]
+            return all(s["status"] == "running" and s["step"] >= 3 for s in statuses)
+
+        assert wait_until(running, 60), server.output()
+        began = time.monotonic()
+        assert server.stop(signal.SIGTERM, timeout_s=60) == 0, server.output()
+        took = time.monotonic() - began
+    finally:
+        server.stop(signal.SIGKILL)
+    assert took < 5, f"SIGTERM took {took:.1f} s with two runaway runs and one queued"
+    assert server.output().rstrip().endswith("Kafka Lab stopped.")

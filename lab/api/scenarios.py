@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import yaml
 from django.conf import settings
 from django.http import HttpRequest
 from ninja import Router, Status
@@ -56,14 +55,15 @@ def _scenario(body: RunIn) -> Scenario:
         return parse(body.yaml or "", source="the uploaded scenario", slug="uploaded")
     except ScenarioError as error:
         raise IllegalArgument(str(error)) from None
-    except yaml.YAMLError as error:  # e.g. a control character, which the parser does not name yet
-        raise IllegalArgument(f"the uploaded scenario is not valid YAML: {error}") from None
 
 
 @router.post("/scenarios/runs", response={202: RunOut, **ERRORS}, summary="Run a scenario")
 def start_run(request: HttpRequest, body: RunIn) -> Any:
     """Run a shipped scenario (``scenario``: its slug) or your own (``yaml``: the file's text; a malformed
-    one is a 400 naming the line) on a fresh in-memory cluster, in the background. Poll its status."""
+    one, or one beyond the bounds, is a 400 naming the line) on a fresh in-memory cluster, in the
+    background. Poll its status. Two runs go at once, taking turns fairly between people; a person may
+    have four waiting or running (a fifth is a 409 ``POLICY_VIOLATION``). A run may take an hour of
+    virtual time and a minute of the server's time; beyond, the step under way fails and says why."""
     scenario = _scenario(body)
     return Status(202, runs.start(driver.user_of(request).pk, scenario))
 
@@ -77,3 +77,11 @@ def run_status(request: HttpRequest, run_id: str) -> Any:
 def run_result(request: HttpRequest, run_id: str) -> Any:
     """Each step so far: its line in the file, what it did, pass or fail, and each expectation's value."""
     return runs.get(driver.user_of(request).pk, run_id)
+
+
+@router.post("/scenarios/runs/{run_id}/cancel", response={200: RunOut, **ERRORS}, summary="Cancel a run")
+def cancel_run(request: HttpRequest, run_id: str) -> Any:
+    """Stop a run of yours, queued or running: its status is ``cancelled`` at once, and the step under way
+    fails with "cancelled by its owner" (the result keeps the steps done so far). A run that has
+    finished is a 409 ``ILLEGAL_STATE``."""
+    return runs.cancel(driver.user_of(request).pk, run_id)

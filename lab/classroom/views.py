@@ -451,12 +451,13 @@ PLAYER_ACTIONS: dict[str, Callable[[Any, LiveLab], str]] = {
     "pause": lambda p, lab: p.pause(lab),
     "step": lambda p, lab: p.step(lab),
     "restart": lambda p, lab: p.restart(lab),
+    "cancel": lambda p, lab: p.cancel(lab),
 }
 
 
 @require_POST
 async def scenario_control(request: HttpRequest, slug: str, action: str) -> HttpResponse:
-    """Play, pause, step or restart the scenario on a lab (its owner only)."""
+    """Play, pause, step, cancel or restart the scenario on a lab (its owner only)."""
     user = await request.auser()  # type: ignore[attr-defined]
     if not user.is_authenticated:
         if request.headers.get("HX-Request"):

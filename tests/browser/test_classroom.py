@@ -194,3 +194,28 @@ def test_a_scenario_opens_as_a_lab_and_plays_with_its_table_updating_live(
     expect(page.locator("#plog-events")).to_be_attached()
     page.screenshot(path=artifacts / "classroom-scenario-player.png", full_page=True)
     player.screenshot(path=artifacts / "classroom-scenario-table.png")
+
+
+def test_a_scenario_is_cancelled_from_its_page(page: Page, live_lab: LabServer, artifacts: Path) -> None:
+    name = f"cancel-{secrets.token_hex(3)}"
+    log_in_as(page, live_lab, name, add_student(live_lab, name))
+    page.goto(live_lab.url + "/scenarios/")
+    page.locator('[data-scenario="leader-failover"]').get_by_role("button", name="Open as a lab").click()
+    expect(page).to_have_url(re.compile(r"/labs/[a-z0-9-]+/$"))
+    expect(page.locator("#live-status")).to_have_text("● live", timeout=20_000)
+    player = page.locator("#scenario-player")
+    expect(player).to_have_attribute("data-status", "ready", timeout=20_000)
+    cancel = page.locator("button[data-player=cancel]")
+    expect(cancel).to_be_disabled()  # nothing to cancel before the first step
+    page.locator("button[data-player=step]").click()
+    rows = player.locator("tr.step")
+    expect(rows.nth(0)).to_have_attribute("data-state", "passed", timeout=10_000)
+    expect(player).to_have_attribute("data-mode", "paused")
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.locator("button[data-player=cancel]").click()
+    expect(page.locator("#player-toast")).to_contain_text("Scenario cancelled before step 2")
+    expect(player).to_have_attribute("data-status", "cancelled", timeout=10_000)
+    expect(player.locator('tr.step[data-state="skipped"]')).to_have_count(rows.count() - 1)
+    expect(page.locator("button[data-player=play]")).to_be_disabled()
+    expect(page.locator("button[data-player=cancel]")).to_be_disabled()
+    player.screenshot(path=artifacts / "classroom-scenario-cancelled.png")

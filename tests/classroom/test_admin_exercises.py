@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,7 @@ from django.test import Client
 
 from lab.classroom import content
 from lab.classroom.models import ExerciseDefinition
+from tests.scenarios.helpers import alias_bomb
 
 SHIPPED = Path(__file__).resolve().parents[2] / "fixtures" / "exercises" / "4-failover.yaml"
 pytestmark = pytest.mark.django_db
@@ -58,3 +60,21 @@ def test_the_copy_action_brings_the_shipped_exercises_in_for_editing(admin_clien
     )
     assert response.status_code == 200
     assert ExerciseDefinition.objects.count() == len(list(SHIPPED.parent.glob("*.yaml")))
+
+
+def test_an_alias_bomb_is_refused_with_a_short_reason_and_not_saved(admin_client: Client) -> None:
+    bomb = alias_bomb(6).split("steps:\n", 1)[1]
+    source = (
+        "title: Bomb\ninstructions: x\nsetup:\n  steps:\n"
+        + "".join("  " + line + "\n" for line in bomb.splitlines())
+        + "checks:\n  - description: a topic\n    all: [{topic_exists: t}]\n"
+    )
+    response = admin_client.post(
+        "/admin/classroom/exercisedefinition/add/", {"slug": "bomb", "source": source, "enabled": "on"}
+    )
+    assert response.status_code == 200
+    errors = re.findall(r'<ul class="errorlist[^"]*"[^>]*>(.*?)</ul>', response.content.decode(), re.S)
+    assert errors, "the form names what is wrong"
+    assert len("".join(errors)) < 600
+    assert "exercise bomb line 7" in "".join(errors)
+    assert not ExerciseDefinition.objects.exists()

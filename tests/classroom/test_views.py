@@ -429,3 +429,31 @@ def test_scenarios_are_listed_and_open_as_a_lab_with_the_player() -> None:
     assert client.post(f"/classroom/labs/{lab.slug}/scenario/explode/").status_code == 404
     plain = make_lab(student, "Plain")
     assert client.post(f"/classroom/labs/{plain.slug}/scenario/play/").status_code == 404
+
+
+def test_a_scenario_on_a_lab_is_cancelled_from_its_page() -> None:
+    student = make_user()
+    client = _client(student)
+    client.post("/scenarios/leader-failover/open/")
+    lab = Lab.objects.get(owner=student)
+    url = f"/classroom/labs/{lab.slug}/scenario/cancel/"
+    page = client.get(lab.get_absolute_url()).content.decode()
+    button = re.search(r'<button[^>]*data-player="cancel"[^>]*>', page)
+    assert button is not None, "the player has a Cancel button"
+    assert f'hx-post="{url}"' in button.group(0)
+    assert "hx-headers" in page  # the CSRF token every htmx POST carries
+    _running(lab)
+    nothing = client.post(url, headers={"HX-Request": "true"})
+    assert nothing.status_code == 409
+    assert "nothing to cancel" in nothing.content.decode()
+    client.post(f"/classroom/labs/{lab.slug}/scenario/step/", headers={"HX-Request": "true"})
+    player = attach.player(lab.slug)
+    assert player is not None
+    assert wait_until(lambda: player.view.rows[0].state == "passed" and player.view.mode == "paused", 10)
+    cancelled = client.post(url, headers={"HX-Request": "true"})
+    assert cancelled.status_code == 200
+    assert "Scenario cancelled before step 2" in cancelled.content.decode()
+    assert player.view.status == "cancelled"
+    refused = client.post(f"/classroom/labs/{lab.slug}/scenario/play/", headers={"HX-Request": "true"})
+    assert refused.status_code == 409
+    assert "cancelled" in refused.content.decode()
