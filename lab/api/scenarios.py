@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
-from django.conf import settings
 from django.http import HttpRequest
 from ninja import Router, Status
 
@@ -13,31 +11,26 @@ from lab.api import driver
 from lab.api.errors import ERRORS, NotFound
 from lab.api.runs import runs
 from lab.api.schemas import ResultOut, RunIn, RunOut, ScenarioOut
+from lab.classroom import content
 from lab.engine.errors import IllegalArgument
-from lab.scenarios.format import Scenario, ScenarioError, load, parse
+from lab.scenarios.format import Scenario, ScenarioError, parse
 
 router = Router(tags=["scenarios"])
 
 
-def scenario_dir() -> Path:
-    return Path(getattr(settings, "LAB_SCENARIOS_DIR", settings.BASE_DIR / "fixtures" / "scenarios"))
-
-
-def shipped() -> dict[str, Scenario]:
-    return {path.stem: load(path) for path in sorted(scenario_dir().glob("*.yaml"))}
-
-
 @router.get("/scenarios", response={200: list[ScenarioOut], **ERRORS}, summary="Shipped scenarios")
 def list_scenarios(request: HttpRequest) -> Any:
+    """Every scenario file; one that does not parse is listed with its ``error`` (and cannot run)."""
     return [
         {
-            "slug": slug,
-            "name": s.name,
-            "description": s.description,
-            "brokers": s.cluster.brokers,
-            "steps": len(s.steps),
+            "slug": entry.slug,
+            "name": entry.name,
+            "description": entry.scenario.description if entry.scenario else "",
+            "brokers": entry.scenario.cluster.brokers if entry.scenario else 0,
+            "steps": len(entry.scenario.steps) if entry.scenario else 0,
+            "error": entry.error,
         }
-        for slug, s in shipped().items()
+        for entry in content.scenarios()
     ]
 
 
@@ -47,10 +40,12 @@ def _scenario(body: RunIn) -> Scenario:
             "send either scenario (a shipped scenario's slug) or yaml (a scenario file's text)"
         )
     if body.scenario is not None:
-        found = shipped().get(body.scenario)
-        if found is None:
+        entry = next((e for e in content.scenarios() if e.slug == body.scenario), None)
+        if entry is None:
             raise NotFound(f"there is no shipped scenario {body.scenario!r} (GET /api/scenarios lists them)")
-        return found
+        if entry.scenario is None:
+            raise IllegalArgument(f"scenario {body.scenario!r} cannot run: {entry.error}")
+        return entry.scenario
     try:
         return parse(body.yaml or "", source="the uploaded scenario", slug="uploaded")
     except ScenarioError as error:

@@ -306,6 +306,9 @@ class ScenarioOut(Schema):
     description: str
     brokers: int
     steps: int
+    error: str = Field(
+        "", description="why the file cannot be read (empty when it can); such a scenario cannot run"
+    )
 
 
 class RunIn(In):

@@ -5,6 +5,8 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -42,6 +44,20 @@ def test_the_shipped_scenarios_are_listed(ada: Api) -> None:
     assert "leader-failover" in listed
     assert listed["leader-failover"]["steps"] > 3
     assert listed["leader-failover"]["name"]
+
+
+def test_a_broken_scenario_file_is_listed_with_its_error_and_cannot_run(
+    ada: Api, runs: Runs, settings: Any, tmp_path: Path
+) -> None:
+    (tmp_path / "good.yaml").write_text(SMALL)
+    (tmp_path / "broken.yaml").write_text("name: broken\nsteps: [\n")
+    settings.LAB_SCENARIOS_DIR = tmp_path
+    listed = {s["slug"]: s for s in ok(ada.get("/scenarios"))}
+    assert listed["good"]["error"] == ""
+    assert listed["good"]["steps"] == 4
+    assert "line" in listed["broken"]["error"]
+    refused = error(ada.post("/scenarios/runs", {"scenario": "broken"}), 400, "ILLEGAL_ARGUMENT")
+    assert "cannot run" in refused["message"]
 
 
 def test_run_a_shipped_scenario_and_read_its_table(ada: Api, runs: Runs) -> None:
