@@ -22,6 +22,12 @@ urlpatterns = [
     path("", include("lab.classroom.urls")),
 ]
 
+# Friendly pages instead of Django's bare ones (DEBUG is off for a class): lab/errors.py.
+handler400 = "lab.errors.bad_request"
+handler403 = "lab.errors.permission_denied"
+handler404 = "lab.errors.page_not_found"
+handler500 = "lab.errors.server_error"
+
 websocket_urlpatterns: list[URLPattern | URLResolver] = [
     path("ws/labs/<slug:slug>/", consumers.LabConsumer.as_asgi(), name="lab-ws"),
 ]
