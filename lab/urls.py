@@ -5,6 +5,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import URLPattern, URLResolver, include, path
 
 from lab import consumers, views, views_lab
+from lab.accounts import people
 from lab.api.main import api
 
 urlpatterns = [
@@ -18,6 +19,11 @@ urlpatterns = [
     path("status/zookeeper/", views.zookeeper_status_card, name="zookeeper-status"),
     path("admin/", admin.site.urls),
     path("account/", include("lab.accounts.urls")),
+    path("people/", people.people, name="people"),
+    path("people/add/", people.add, name="people-add"),
+    path("people/<str:username>/password/", people.reset_password, name="people-password"),
+    path("people/<str:username>/role/", people.change_role, name="people-role"),
+    path("people/<str:username>/active/", people.change_active, name="people-active"),
     path("api/", api.urls),
     path("", include("lab.classroom.urls")),
 ]

@@ -40,4 +40,10 @@ class LoginForm(ThrottledLogin, AuthenticationForm):
 
 
 class AdminLoginForm(ThrottledLogin, AdminAuthenticationForm):
-    pass
+    """The admin's login: staff, and instructors (who edit exercises there; lab/admin_site.py)."""
+
+    def confirm_login_allowed(self, user: Any) -> None:
+        from lab.access import is_instructor
+
+        if user.is_staff or not user.is_active or not is_instructor(user):
+            super().confirm_login_allowed(user)
