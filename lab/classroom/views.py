@@ -406,6 +406,20 @@ def demo_join(request: HttpRequest) -> HttpResponse:
     return redirect(demo.lab.get_absolute_url())
 
 
+def ended_demo_page(request: HttpRequest, slug: str) -> HttpResponse | None:
+    """What a follower of a demo that ended gets at its page (410 Gone): not a bare 404. None for
+    anyone who did not follow it (for them the lab does not exist)."""
+    demo = (
+        Demo.objects.filter(lab__slug=slug, active=False, viewers__user=request.user)
+        .select_related("lab__owner")
+        .first()
+    )
+    if demo is None:
+        return None
+    copy = DemoCopy.objects.filter(demo=demo, user=request.user).select_related("lab").first()
+    return render(request, "classroom/demo_ended.html", {"demo": demo, "copy": copy}, status=410)
+
+
 @require_POST
 @login_required
 def demo_leave(request: HttpRequest, code: str) -> HttpResponse:

@@ -7,6 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from django import template
+from django.conf import settings
+from django.http.request import split_domain_port
 from django.template.loader import render_to_string
 from django.utils.safestring import SafeString, mark_safe
 
@@ -14,6 +16,7 @@ from lab import access
 from lab.classroom import attach, content
 from lab.classroom.copying import COPIED, NOT_COPIED
 from lab.classroom.models import Demo, DemoCopy, DemoViewer, ExerciseProgress, ScenarioLab
+from lab.hosts import is_loopback, student_addresses
 from lab.models import Lab
 
 register = template.Library()
@@ -26,6 +29,20 @@ def markdown(text: str) -> SafeString:
 
 def _fragment(key: str, view: object) -> str:
     return render_to_string(attach.FRAGMENTS[key], {"v": view, "key": key})
+
+
+def _join_addresses(request: Any) -> dict[str, Any]:
+    """Where students open the lab: the address this page was opened at, unless that is loopback
+    (the instructor at the lab's machine), then this machine's addresses if the lab listens on them."""
+    host = request.get_host()
+    domain, _ = split_domain_port(host)
+    if not is_loopback(domain):
+        return {"join_urls": [f"{request.scheme}://{host}"]}
+    listen = settings.LAB_LISTEN
+    return {
+        "join_urls": [f"http://{a}" for a in student_addresses(listen)],
+        "listening_here": listen is not None and listen.loopback,
+    }
 
 
 @register.simple_tag(takes_context=True)
@@ -47,6 +64,7 @@ def classroom_banner(context: template.Context, lab: Lab, can_act: bool) -> Safe
         "not_copied": NOT_COPIED,
     }
     if demo is not None and demo.active:
+        ctx.update(_join_addresses(request))
         attach.ensure_demo(demo)
         ctx["demo_live"] = _fragment(attach.DEMO_VIEW, attach.demo_view(lab.slug))
         ctx["watching"] = DemoViewer.objects.filter(demo=demo, user=user).exists()
