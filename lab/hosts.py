@@ -155,6 +155,19 @@ def student_addresses(listen: Listen | None) -> list[str]:
     return [url_host(a) + suffix for a in listen.addresses()]
 
 
+def student_urls(scheme: str, host: str, listen: Listen | None) -> list[str]:
+    """Base URLs students open, for a page at ``scheme://host``: that one, unless it is loopback (the
+    instructor at the lab's machine); then this machine's addresses the lab listens on (none if it
+    listens on loopback only)."""
+    if host.startswith("["):
+        name = host[1 : host.find("]")]
+    else:
+        name = host.split(":")[0] if host.count(":") == 1 else host
+    if not is_loopback(name):
+        return [f"{scheme}://{host}"]
+    return [f"http://{a}" for a in student_addresses(listen)]
+
+
 def classroom_lines(host: str, port: int, *, debug: str = "") -> list[str]:
     """What ``make run`` says about who can reach it (``debug``: DJANGO_DEBUG as set, if at all)."""
     listen = Listen(host=host, port=port)

@@ -12,6 +12,7 @@ from lab.hosts import (
     parse_listen,
     served_hosts,
     student_addresses,
+    student_urls,
 )
 
 
@@ -69,3 +70,13 @@ def test_make_run_says_who_can_reach_it() -> None:
     assert lines[0].startswith(f"Classroom: students open http://{_outbound_address()}:8080/")
     assert "DEBUG is off" in lines[1]
     assert len(classroom_lines("0.0.0.0", 8080, debug="1")) == 1  # the operator turned DEBUG on
+
+
+def test_students_open_the_address_the_page_was_opened_at_unless_it_is_loopback() -> None:
+    everywhere = Listen(host="0.0.0.0", port=8080)
+    assert student_urls("http", "10.1.2.3:8080", everywhere) == ["http://10.1.2.3:8080"]
+    assert student_urls("https", "lab.example.org", None) == ["https://lab.example.org"]
+    assert student_urls("http", "[fd00::2]:8080", everywhere) == ["http://[fd00::2]:8080"]
+    for loopback in ("127.0.0.1:8080", "localhost:8080", "localhost", "[::1]:8080", "[::1]"):
+        assert student_urls("http", loopback, everywhere)[0] == f"http://{_outbound_address()}:8080", loopback
+        assert student_urls("http", loopback, Listen(host="127.0.0.1", port=8080)) == [], loopback

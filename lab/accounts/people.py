@@ -12,6 +12,7 @@ import re
 import secrets
 from typing import Any
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth import views as auth_views
@@ -27,6 +28,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from lab import access
 from lab.accounts.models import Profile, Role, role_of, set_role
+from lab.hosts import student_urls
 
 MOST_AT_ONCE = 200
 ROLE_ERROR = "The role must be student or instructor."
@@ -57,6 +59,7 @@ def _rows(request: HttpRequest) -> list[dict[str, Any]]:
 
 def _page(request: HttpRequest, *, status: int = 200, **extra: Any) -> HttpResponse:
     context = {
+        "login_urls": student_urls(request.scheme, request.get_host(), settings.LAB_LISTEN),
         "rows": _rows(request),
         "roles": Role.choices,
         "names": "",

@@ -74,6 +74,7 @@ def test_an_instructor_adds_a_class_and_each_password_is_shown_once() -> None:
     shown = _passwords(page)
     assert sorted(shown) == ["ada", "alan", "grace", "linus"]
     assert "shown once" in page
+    assert "They log in at <code>http://testserver/accounts/login/</code>" in page
     for name, password in shown.items():
         assert len(password) >= 12
         assert _logs_in(name, password), name

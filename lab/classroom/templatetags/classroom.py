@@ -8,7 +8,6 @@ from typing import Any
 
 from django import template
 from django.conf import settings
-from django.http.request import split_domain_port
 from django.template.loader import render_to_string
 from django.utils.safestring import SafeString, mark_safe
 
@@ -16,7 +15,7 @@ from lab import access
 from lab.classroom import attach, content
 from lab.classroom.copying import COPIED, NOT_COPIED
 from lab.classroom.models import Demo, DemoCopy, DemoViewer, ExerciseProgress, ScenarioLab
-from lab.hosts import is_loopback, student_addresses
+from lab.hosts import student_urls
 from lab.models import Lab
 
 register = template.Library()
@@ -32,15 +31,10 @@ def _fragment(key: str, view: object) -> str:
 
 
 def _join_addresses(request: Any) -> dict[str, Any]:
-    """Where students open the lab: the address this page was opened at, unless that is loopback
-    (the instructor at the lab's machine), then this machine's addresses if the lab listens on them."""
-    host = request.get_host()
-    domain, _ = split_domain_port(host)
-    if not is_loopback(domain):
-        return {"join_urls": [f"{request.scheme}://{host}"]}
+    """Where students open the lab (lab.hosts.student_urls), and whether it listens on loopback only."""
     listen = settings.LAB_LISTEN
     return {
-        "join_urls": [f"http://{a}" for a in student_addresses(listen)],
+        "join_urls": student_urls(request.scheme, request.get_host(), listen),
         "listening_here": listen is not None and listen.loopback,
     }
 
