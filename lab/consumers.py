@@ -30,8 +30,10 @@ NOT_YOURS = 4404
 ACCESS_ENDED = 4410
 
 
-def _visible(user: Any, slug: str, session: Any) -> tuple[Lab | None, str]:
-    return access.visible_labs(user).filter(slug=slug).first(), revocation.session_hash_of(session)
+def _visible(user: Any, slug: str, session: Any) -> tuple[Lab | None, str, str]:
+    """The lab if ``user`` may see it, and the session's key and login hash (to check it again later)."""
+    lab = access.visible_labs(user).filter(slug=slug).first()
+    return lab, session.session_key or "", revocation.session_hash_of(session)
 
 
 class LabConsumer(AsyncWebsocketConsumer):
@@ -40,6 +42,7 @@ class LabConsumer(AsyncWebsocketConsumer):
     user_group: str | None = None
     slug = ""
     user_pk = 0
+    session_key = ""
     session_hash = ""
 
     async def connect(self) -> None:
@@ -48,7 +51,9 @@ class LabConsumer(AsyncWebsocketConsumer):
             await self.close(code=NOT_LOGGED_IN)
             return
         slug = self.scope["url_route"]["kwargs"]["slug"]
-        lab, self.session_hash = await sync_to_async(_visible)(user, slug, self.scope["session"])
+        lab, self.session_key, self.session_hash = await sync_to_async(_visible)(
+            user, slug, self.scope["session"]
+        )
         if lab is None:  # another person's lab, or none: the same answer for both
             await self.close(code=NOT_YOURS)
             return
@@ -98,12 +103,12 @@ class LabConsumer(AsyncWebsocketConsumer):
         """Something may have taken this page's access away (lab.revocation): if so, say why and close."""
         if self.live is None:
             return
-        ending = await database_sync_to_async(revocation.ended)(
-            user_pk=self.user_pk,
-            session=self.scope["session"],
-            session_hash=self.session_hash,
-            slug=self.slug,
-        )
+        if self.session_key and event.get("logged_out") == self.session_key:
+            ending: revocation.Ending | None = revocation.LOGGED_OUT
+        else:
+            ending = await database_sync_to_async(revocation.ended)(
+                user_pk=self.user_pk, session_hash=self.session_hash, slug=self.slug
+            )
         if ending is None or self.live is None:
             return
         await self._leave()

@@ -36,27 +36,33 @@ def user_group(pk: int) -> str:
 class Ending:
     """Why a page stops following its lab, as the page says it."""
 
-    kind: str  # demo-ended, left, account, logged-out, deleted, access
+    kind: str  # demo-ended, left, account, password, logged-out, deleted, access
     title: str
     text: str
     copy_url: str = ""  # the person's own copy of the demo, if they were handed one
 
 
-def _send(group: str) -> None:
+def _send(group: str, **more: str) -> None:
     # After the commit, so the pages read the change (a delete's signals come inside its transaction).
-    transaction.on_commit(lambda: broadcaster.send(group, {"type": ACCESS_CHECK}))
+    message = {"type": ACCESS_CHECK, **more}
+    transaction.on_commit(lambda: broadcaster.send(group, message))
 
 
 def recheck_lab(slug: str) -> None:
     _send(group_name(slug))
 
 
-def recheck_user(pk: int) -> None:
-    _send(user_group(pk))
+def recheck_user(pk: int, *, logged_out: str = "") -> None:
+    """``logged_out``: the session key that just logged out (its pages end, the person's others go on)."""
+    _send(user_group(pk), logged_out=logged_out)
 
 
-def ended(*, user_pk: int, session: Any, session_hash: str, slug: str) -> Ending | None:
-    """None while the person may still watch lab ``slug`` from this session; otherwise why not."""
+LOGGED_OUT = Ending(kind="logged-out", title="You were logged out.", text="Log in again to go on.")
+
+
+def ended(*, user_pk: int, session_hash: str, slug: str) -> Ending | None:
+    """None while the person may still watch lab ``slug`` with the session they connected with
+    (``session_hash``: its login's password hash); otherwise why not."""
     user = get_user_model().objects.filter(pk=user_pk).first()
     if user is None or not user.is_active:
         return Ending(
@@ -64,11 +70,14 @@ def ended(*, user_pk: int, session: Any, session_hash: str, slug: str) -> Ending
             title="Your account is no longer active.",
             text="An instructor deactivated it; ask them if you think this is a mistake.",
         )
-    key = session.session_key
-    if (key and not session.exists(key)) or (
-        session_hash and not constant_time_compare(session_hash, user.get_session_auth_hash())
-    ):
-        return Ending(kind="logged-out", title="You were logged out.", text="Log in again to go on.")
+    if session_hash and not constant_time_compare(session_hash, user.get_session_auth_hash()):
+        # As Django does for pages: a session from before a password change is over. (If the person
+        # changed it in this browser, their session goes on under a new key: a reload finds it.)
+        return Ending(
+            kind="password",
+            title="Your password was changed.",
+            text="Reload the page, and log in again if asked.",
+        )
     if access.visible_labs(user).filter(slug=slug).exists():
         return None
     lab = Lab.objects.filter(slug=slug).first()
@@ -140,9 +149,10 @@ def _lab_deleted(instance: Any, **_: Any) -> None:
     recheck_lab(instance.slug)
 
 
-def _logged_out(user: Any = None, **_: Any) -> None:
-    if user is not None:
-        recheck_user(user.pk)
+def _logged_out(request: Any = None, user: Any = None, **_: Any) -> None:
+    session = getattr(request, "session", None)
+    if user is not None and session is not None and session.session_key:
+        recheck_user(user.pk, logged_out=session.session_key)
 
 
 def connect() -> None:

@@ -216,7 +216,7 @@ def test_a_new_password_ends_the_sessions_that_had_the_old_one() -> None:
         await sync_to_async(prof_client.post)("/people/ada/password/")
         shown, close = await page.until_closed()
         assert close == ACCESS_ENDED
-        assert "You were logged out" in shown
+        assert "Your password was changed." in shown
 
     _watch(body)
 
@@ -236,5 +236,33 @@ def test_logging_out_closes_that_sessions_pages_only() -> None:
         assert "You were logged out" in shown
         await on_tablet.still_streaming()
         await on_tablet.socket.disconnect()
+
+    _watch(body)
+
+
+def test_changing_your_own_password_ends_your_other_sessions_pages() -> None:
+    ada = make_user("ada", "first-password-7")
+    lab = make_lab(ada, "Ada lab")
+    _running(lab)
+    laptop, tablet = _client(ada), _client(ada)
+
+    async def body() -> None:
+        on_tablet = await Page(lab, tablet).open()
+        changed = await sync_to_async(laptop.post)(
+            "/account/password/",
+            {
+                "old_password": "first-password-7",
+                "new_password1": "second-pass-8x",
+                "new_password2": "second-pass-8x",
+            },
+        )
+        assert changed.status_code == 302
+        shown, close = await on_tablet.until_closed()
+        assert close == ACCESS_ENDED
+        assert "Your password was changed." in shown
+        # The laptop changed it: it stays logged in and watches on.
+        on_laptop = await Page(lab, laptop).open()
+        await on_laptop.still_streaming()
+        await on_laptop.socket.disconnect()
 
     _watch(body)
