@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from lab.engine.errors import ConfigException, InvalidConfig
 
 Scope = Literal["broker", "topic", "producer", "consumer"]
 Kind = Literal["int", "long", "bool", "double", "str", "list"]
+Value = int | float | bool | str | tuple[str, ...]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -705,11 +706,20 @@ def validate_broker_config(config: Mapping[str, object]) -> dict[str, str]:
     return _validate(BROKER_KEYS, "broker", config)
 
 
+def _parse_all(keys: Mapping[str, ConfigKey], values: Mapping[str, str]) -> dict[str, Value]:
+    return {name: keys[name].parse(raw) for name, raw in values.items() if name in keys}
+
+
 @dataclass(frozen=True, slots=True)
 class BrokerConfig:
     """A broker's effective configuration: the lab's defaults under the given overrides."""
 
     values: Mapping[str, str]
+    # Parsed once: brokers read their configs on every fetch and produce.
+    _parsed: Mapping[str, Value] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_parsed", _parse_all(BROKER_KEYS, self.values))
 
     @classmethod
     def of(cls, overrides: Mapping[str, object] | None = None) -> BrokerConfig:
@@ -717,8 +727,8 @@ class BrokerConfig:
         merged.update(validate_broker_config(overrides or {}))
         return cls(merged)
 
-    def _get(self, name: str) -> int | float | bool | str | tuple[str, ...]:
-        return BROKER_KEYS[name].parse(self.values[name])
+    def _get(self, name: str) -> Value:
+        return self._parsed[name]
 
     def int(self, name: str) -> int:
         value = self._get(name)
@@ -749,9 +759,13 @@ class ClientConfig:
     scope: Scope
     values: Mapping[str, str]
     given: frozenset[str]
+    _parsed: Mapping[str, Value] = field(init=False, repr=False, compare=False)
 
-    def _get(self, name: str) -> int | float | bool | str | tuple[str, ...]:
-        return KEYS[self.scope][name].parse(self.values[name])
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_parsed", _parse_all(KEYS[self.scope], self.values))
+
+    def _get(self, name: str) -> Value:
+        return self._parsed[name]
 
     def number(self, name: str) -> int:
         value = self._get(name)
