@@ -133,9 +133,10 @@ class Ledger:
     ) -> None:
         """One acknowledged batch, its (key, value) pairs from ``base_offset`` on: one call per produce answer."""
         acked = self.acked.setdefault(tp, {})
+        make = tuple.__new__  # AckedRecord(...) without its Python-level __new__: one per record
         offset = base_offset
         for key, value in records:
-            acked[offset] = AckedRecord(producer, tp, offset, key, value, acks, time_ms)
+            acked[offset] = make(AckedRecord, (producer, tp, offset, key, value, acks, time_ms))
             offset += 1
         self.count += len(records)
         self._trim(tp, acked)
