@@ -79,3 +79,13 @@ def test_a_person_cannot_queue_runs_without_end(ada: Api, monkeypatch: pytest.Mo
 def test_a_file_with_control_characters_is_bad_input_not_a_crash(ada: Api) -> None:
     bad = error(ada.post("/scenarios/runs", {"yaml": "name: x\x81\nsteps: []\n"}), 400, "ILLEGAL_ARGUMENT")
     assert "not valid YAML" in bad["message"]
+
+
+def test_a_scenario_whose_producer_kafka_would_refuse_is_bad_input(ada: Api) -> None:
+    text = "name: x\nsteps:\n  - produce: {topic: t, delivery_timeout_ms: 100, linger_ms: 50, request_timeout_ms: 100}\n"
+    bad = error(ada.post("/scenarios/runs", {"yaml": text}), 400, "ILLEGAL_ARGUMENT")
+    assert "line 3" in bad["message"]
+    assert (
+        "delivery.timeout.ms should be equal to or larger than linger.ms + request.timeout.ms"
+        in bad["message"]
+    )

@@ -59,3 +59,19 @@ def test_errors_name_the_line_and_the_problem(text: str, line: int, message: str
 def test_a_control_character_is_a_scenario_error_not_a_crash() -> None:
     with pytest.raises(ScenarioError, match="not valid YAML"):
         parse("name: x\x07\nsteps:\n  - kill: 1\n", source="bell.yaml")
+
+
+def test_a_produce_step_whose_producer_kafka_would_refuse_is_refused_before_anything_runs() -> None:
+    text = (
+        "name: x\nsteps:\n  - create_topic: t\n"
+        "  - produce: {topic: t, delivery_timeout_ms: 1000, request_timeout_ms: 2000}\n"
+    )
+    with pytest.raises(ScenarioError) as raised:
+        parse(text, source="bad.yaml")
+    assert raised.value.line == 4
+    assert raised.value.message == (
+        "step 'produce': delivery.timeout.ms should be equal to or larger than linger.ms + request.timeout.ms"
+    )
+    # Equal is enough, and a delivery timeout left out grows to the sum, as in Kafka.
+    parse(text.replace("1000", "2000"), source="ok.yaml")
+    parse("name: x\nsteps:\n  - produce: {topic: t, linger_ms: 500, request_timeout_ms: 200000}\n")
