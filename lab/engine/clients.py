@@ -414,7 +414,8 @@ class Producer(_Client):
         self.config = dict(settings.values)
         acks = settings.text("acks")
         self.acks = -1 if acks in ("all", "-1") else int(acks)
-        self.batch_size = settings.number("batch.size")
+        # As KafkaProducer: batch.size 0 means one record a batch.
+        self.batch_size = max(1, settings.number("batch.size"))
         self.linger_ms = settings.number("linger.ms")
         self.retries = settings.number("retries")
         self.delivery_timeout_ms = settings.number("delivery.timeout.ms")
@@ -540,6 +541,11 @@ class Producer(_Client):
                 chosen = sticky.partition
                 if chosen < 0 or chosen >= total:
                     chosen = sticky.switch(self.metadata.available(topic), total)
+                elif info.open[chosen] is None and sticky.produced_bytes >= sticky.batch_size:
+                    # Kafka's partitionChanged: a switch put off while the partition's last batch
+                    # had room happens once no batch of it takes records (it filled, or left).
+                    sticky.update(0, all_batches_full=True)
+                    continue
             batch = info.open[chosen]
             if batch is not None:
                 appended = batch.builder.try_append(key, value, timestamp_ms=future.timestamp)
@@ -547,10 +553,7 @@ class Producer(_Client):
                     break
                 self._close(info, chosen)
                 if sticky is not None:
-                    # Kafka's partitionChanged: a switch put off while this batch had room happens now.
-                    sticky.update(0, all_batches_full=True)
-                    if sticky.partition != chosen:
-                        continue
+                    continue  # its batch is full now: maybe the moment to switch
             batch = self._new_batch(info, chosen)
             appended = batch.builder.try_append(key, value, timestamp_ms=future.timestamp)
             break

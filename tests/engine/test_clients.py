@@ -69,6 +69,36 @@ def test_unkeyed_records_stick_to_a_partition_until_batch_size_bytes_went_to_it(
         assert len({f.result().partition for f in futures}) == 4
 
 
+def test_a_switch_put_off_while_a_batch_had_room_happens_once_that_batch_is_sent() -> None:
+    # linger.ms sends batches of 5 records (596 bytes); the second passes batch.size while it still
+    # has room, so the switch waits, and comes with the first record after that batch left.
+    with checked_cluster(3) as c:
+        c.create_topic("t", partitions=4, replication_factor=1)
+        p = c.producer(batch_size=1000, linger_ms=50)
+        futures = []
+        for _ in range(40):
+            futures += [p.send("t", "x" * 100) for _ in range(5)]
+            c.run_for(100)
+        p.flush()
+        runs = _runs([f.result().partition for f in futures])
+        assert len(runs) > 5
+        assert all(run % 10 == 0 for run in runs[:-1]), runs  # two batches a partition (or 4, 6...)
+
+
+def test_batch_size_zero_sends_each_record_in_a_batch_of_its_own() -> None:
+    with checked_cluster(1) as c:
+        c.create_topic("t")
+        c.create_topic("u", partitions=2)
+        p = c.producer(batch_size=0)
+        for i in range(6):
+            p.send("t", f"r{i}")
+        p.flush()
+        assert c.brokers[1].stats.produce_requests == 6  # a request holds one batch per partition
+        spread = [p.send("u", f"r{i}") for i in range(6)]
+        p.flush()
+        assert len({f.result().partition for f in spread}) == 2  # a switch after every record
+
+
 def test_adaptive_partitioning_sends_fewer_records_to_a_slow_leader() -> None:
     def spread(**config: object) -> Counter[int]:
         with checked_cluster(3) as c:
