@@ -32,6 +32,8 @@ from typing import Any
 
 import yaml
 
+from lab.engine.config import producer_config
+from lab.engine.errors import ConfigException
 from lab.scenarios import yamlsafe
 from lab.scenarios.yamlsafe import clip, excerpt, line_of
 
@@ -469,6 +471,18 @@ def _fields(raw: Mapping[str, Any], schema: Schema, required: tuple[str, ...]) -
     return out
 
 
+PRODUCER_FIELDS = ("retries", "request_timeout_ms", "delivery_timeout_ms", "linger_ms")
+
+
+def _check_producer(args: Mapping[str, Any]) -> None:
+    """The producer a produce step makes must be one Kafka would make (delivery.timeout.ms and all)."""
+    config = {key.replace("_", "."): args[key] for key in PRODUCER_FIELDS if key in args}
+    try:
+        producer_config({"acks": args.get("acks", "all"), **config})
+    except ConfigException as error:
+        raise _Bad(error.message) from None
+
+
 def _step(kind: str, value: Any) -> dict[str, Any]:
     schema, required, scalar = STEPS[kind]
     if not isinstance(value, dict):
@@ -476,6 +490,8 @@ def _step(kind: str, value: Any) -> dict[str, Any]:
             raise _Bad(f"'{kind}' takes a mapping of {', '.join(schema)}")
         value = {scalar: value}
     args = _fields(value, schema, required)
+    if kind == "produce":
+        _check_producer(args)
     if kind in ("expect", "wait_until"):
         if not any(k for k in args if k != "timeout_ms"):
             raise _Bad(f"'{kind}' needs at least one thing to check")

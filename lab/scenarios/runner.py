@@ -21,7 +21,7 @@ from lab.engine.cluster import Cluster
 from lab.engine.errors import KafkaError
 from lab.engine.ids import TopicPartition
 from lab.engine.tasks import Pending
-from lab.scenarios.format import Scenario, Step
+from lab.scenarios.format import PRODUCER_FIELDS, Scenario, Step
 
 POLL_MS = 50  # how often a waiting step looks again, in virtual ms
 MAX_VIRTUAL_MS = 3_600_000  # the virtual time a run may take, from its start, where its driver owns the clock
@@ -228,11 +228,7 @@ class ScenarioRun:
         name = a.get("producer") or f"scenario-acks-{acks}"
         producer = self.producers.get(name)
         if producer is None:
-            settings = {
-                k: a[k]
-                for k in ("retries", "request_timeout_ms", "delivery_timeout_ms", "linger_ms")
-                if k in a
-            }
+            settings = {k: a[k] for k in PRODUCER_FIELDS if k in a}
             producer = self.cluster.producer(
                 acks, client_id=name if name not in self.cluster.clients else None, **settings
             )

@@ -215,3 +215,13 @@ def test_stopping_ends_every_run_within_seconds(ada: Api, grace: Api, runs: Runs
         assert status["error"] == "the server stopped"
     refused = error(ada.post("/scenarios/runs", {"yaml": SMALL}), 409, "POLICY_VIOLATION")
     assert "stopping" in refused["message"]
+
+
+def test_a_scenario_whose_producer_kafka_would_refuse_is_bad_input(ada: Api) -> None:
+    text = "name: x\nsteps:\n  - produce: {topic: t, delivery_timeout_ms: 100, linger_ms: 50, request_timeout_ms: 100}\n"
+    bad = error(ada.post("/scenarios/runs", {"yaml": text}), 400, "ILLEGAL_ARGUMENT")
+    assert "line 3" in bad["message"]
+    assert (
+        "delivery.timeout.ms should be equal to or larger than linger.ms + request.timeout.ms"
+        in bad["message"]
+    )

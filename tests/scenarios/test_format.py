@@ -195,3 +195,19 @@ def test_key_and_value_templates_may_use_the_record_number_and_the_producer() ->
         "name: x\nsteps:\n  - produce: {topic: t, key: 'k-{i}-{producer}', value: '{{literal}} {i}'}\n"
     )
     assert scenario.steps[0].args["key"] == "k-{i}-{producer}"
+
+
+def test_a_produce_step_whose_producer_kafka_would_refuse_is_refused_before_anything_runs() -> None:
+    text = (
+        "name: x\nsteps:\n  - create_topic: t\n"
+        "  - produce: {topic: t, delivery_timeout_ms: 1000, request_timeout_ms: 2000}\n"
+    )
+    with pytest.raises(ScenarioError) as raised:
+        parse(text, source="bad.yaml")
+    assert raised.value.line == 4
+    assert raised.value.message == (
+        "step 'produce': delivery.timeout.ms should be equal to or larger than linger.ms + request.timeout.ms"
+    )
+    # Equal is enough, and a delivery timeout left out grows to the sum, as in Kafka.
+    parse(text.replace("1000", "2000"), source="ok.yaml")
+    parse("name: x\nsteps:\n  - produce: {topic: t, linger_ms: 500, request_timeout_ms: 200000}\n")
