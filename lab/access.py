@@ -55,3 +55,19 @@ def require_instructor(user: Any) -> None:
         raise PermissionDenied("Log in first.")
     if not is_instructor(user):
         raise PermissionDenied("Only instructors can do this.")
+
+
+def require_may_manage(user: Any, person: Any) -> None:
+    """An instructor manages the class's accounts (add, reset a password, set a role, deactivate):
+    not an administrator's (those live in the Django admin) and not their own (a slip would lock
+    them out)."""
+    require_instructor(user)
+    if person.is_staff or person.is_superuser:
+        raise PermissionDenied(
+            f"{person.get_username()} is an administrator: their account is managed in the Django admin."
+        )
+    if person.pk == user.pk:
+        raise PermissionDenied(
+            "Not your own account: change your password on your account page; "
+            "another instructor or an administrator changes your role."
+        )

@@ -14,15 +14,16 @@ django_http = get_asgi_application()
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
-from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 
+from lab.origin import SameOriginValidator  # noqa: E402
 from lab.urls import websocket_urlpatterns  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
         # There is no separate web server in front of the lab: serve /static/ here too.
         "http": ASGIStaticFilesHandler(django_http),
-        "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+        # Only the site's own pages (scheme, host and port) may open a websocket: lab.origin.
+        "websocket": SameOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }
 )

@@ -2,7 +2,8 @@
 
 Thin, as consumers should be: the runtime decides what changed and renders it once for
 every page; this forwards it. A page that connects (or reconnects after a server restart)
-gets the lab's whole state first, so it never shows a stale fragment.
+gets the lab's whole state first, so it never shows a stale fragment. When access may have
+ended (lab.revocation), it checks again; if it has, the page is told why and the socket closes.
 """
 
 from __future__ import annotations
@@ -11,9 +12,11 @@ import asyncio
 from typing import Any
 
 from asgiref.sync import sync_to_async
+from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
+from django.template.loader import render_to_string
 
-from lab import access
+from lab import access, revocation
 from lab.labs import live_of
 from lab.models import Lab
 from lab.runtime.broadcast import broadcaster
@@ -23,15 +26,24 @@ from lab.runtime.live import LiveLab
 # browser sees the handshake fail; tests see the code).
 NOT_LOGGED_IN = 4401
 NOT_YOURS = 4404
+# Closed after access ended (the demo ended, ...): the page says why and does not reconnect.
+ACCESS_ENDED = 4410
 
 
-def _visible(user: Any, slug: str) -> Lab | None:
-    return access.visible_labs(user).filter(slug=slug).first()
+def _visible(user: Any, slug: str, session: Any) -> tuple[Lab | None, str, str]:
+    """The lab if ``user`` may see it, and the session's key and login hash (to check it again later)."""
+    lab = access.visible_labs(user).filter(slug=slug).first()
+    return lab, session.session_key or "", revocation.session_hash_of(session)
 
 
 class LabConsumer(AsyncWebsocketConsumer):
     live: LiveLab | None = None
     group: str | None = None
+    user_group: str | None = None
+    slug = ""
+    user_pk = 0
+    session_key = ""
+    session_hash = ""
 
     async def connect(self) -> None:
         user = self.scope.get("user")
@@ -39,23 +51,34 @@ class LabConsumer(AsyncWebsocketConsumer):
             await self.close(code=NOT_LOGGED_IN)
             return
         slug = self.scope["url_route"]["kwargs"]["slug"]
-        lab = await sync_to_async(_visible)(user, slug)
+        lab, self.session_key, self.session_hash = await sync_to_async(_visible)(
+            user, slug, self.scope["session"]
+        )
         if lab is None:  # another person's lab, or none: the same answer for both
             await self.close(code=NOT_YOURS)
             return
         live = await asyncio.to_thread(live_of, lab)
         broadcaster.attach(asyncio.get_running_loop())
         self.live = live
+        self.slug = slug
+        self.user_pk = user.pk
         self.group = live.group
+        self.user_group = revocation.user_group(user.pk)
         await self.channel_layer.group_add(self.group, self.channel_name)
+        await self.channel_layer.group_add(self.user_group, self.channel_name)
         await self.accept()
         frame = live.subscribe()
         html = await asyncio.to_thread(live.render_full, frame)
         await self.send(text_data=html)
 
     async def disconnect(self, code: int) -> None:
-        if self.group is not None:
-            await self.channel_layer.group_discard(self.group, self.channel_name)
+        await self._leave()
+
+    async def _leave(self) -> None:
+        for group in (self.group, self.user_group):
+            if group is not None:
+                await self.channel_layer.group_discard(group, self.channel_name)
+        self.group = self.user_group = None
         if self.live is not None:
             self.live.unsubscribe()
             self.live = None
@@ -73,4 +96,21 @@ class LabConsumer(AsyncWebsocketConsumer):
         await super().dispatch(message)
 
     async def lab_frame(self, event: dict[str, Any]) -> None:
-        await self.send(text_data=event["html"])
+        if self.live is not None:  # none once access ended: a frame already queued is dropped
+            await self.send(text_data=event["html"])
+
+    async def access_check(self, event: dict[str, Any]) -> None:
+        """Something may have taken this page's access away (lab.revocation): if so, say why and close."""
+        if self.live is None:
+            return
+        if self.session_key and event.get("logged_out") == self.session_key:
+            ending: revocation.Ending | None = revocation.LOGGED_OUT
+        else:
+            ending = await database_sync_to_async(revocation.ended)(
+                user_pk=self.user_pk, session_hash=self.session_hash, slug=self.slug
+            )
+        if ending is None or self.live is None:
+            return
+        await self._leave()
+        await self.send(text_data=render_to_string("lab/_access_ended.html", {"ending": ending}))
+        await self.close(code=ACCESS_ENDED)

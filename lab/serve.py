@@ -98,6 +98,13 @@ def main(argv: list[str] | None = None) -> int:
     data_dir.mkdir(parents=True, exist_ok=True)
     os.environ["LAB_DATA_DIR"] = str(data_dir)
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "lab.settings")
+    # Where daphne listens decides how Django serves (lab.settings, lab.hosts): off loopback, a class's
+    # defaults (DEBUG off, a generated secret key kept in the data dir, this machine's names allowed).
+    from lab.hosts import LISTEN_ENV_VAR, classroom_lines, format_listen
+
+    os.environ[LISTEN_ENV_VAR] = format_listen(args.host, args.port)
+    for line in classroom_lines(args.host, args.port, debug=os.environ.get("DJANGO_DEBUG", "")):
+        _say(line)
 
     zookeeper: ManagedZooKeeper | None = None
     labs_started = False
@@ -166,6 +173,9 @@ def main(argv: list[str] | None = None) -> int:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         if labs_started:
+            from lab.api.runs import runs
+
+            runs.stop()  # cancels scenario runs, however long they would have run
             _say("Labs: stopping...")
             from lab import labs
 

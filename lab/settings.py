@@ -9,6 +9,11 @@ Driven by the environment where it matters:
 * ``DJANGO_ALLOWED_HOSTS``: comma-separated; default loopback names.
 * ``LAB_ZOOKEEPER``: ``host:port,...`` of the ZooKeeper the lab uses. ``make run``
   (``python -m lab.serve``) starts a managed server and sets it.
+* ``LAB_LISTEN``: ``host:port`` daphne listens on, set by ``lab.serve``. Off loopback
+  (``make run HOST=0.0.0.0``) the lab serves a class: DEBUG defaults to off, the secret key is
+  generated once and kept in ``<LAB_DATA_DIR>/secret-key``, the machine's addresses and names are
+  allowed hosts (``DJANGO_ALLOWED_HOSTS`` adds more), and it stays plain HTTP (no https redirect,
+  no secure-only cookies: a classroom LAN has no TLS; put a TLS proxy in front for anything else).
 
 Production (see README, "Production settings"): ``DATABASE_URL`` (``postgres://...``, needs the
 ``postgres`` extra; default SQLite in ``LAB_DATA_DIR``), ``REDIS_URL`` (channels' Redis layer, the
@@ -22,11 +27,14 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import secrets
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from django.core.exceptions import ImproperlyConfigured
+
+from lab.hosts import LISTEN_ENV_VAR, parse_listen, served_hosts
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -100,28 +108,58 @@ LAB_ZOOKEEPER = os.environ.get("LAB_ZOOKEEPER", "").strip()
 LAB_ZOOKEEPER_MANAGED_DIR = os.environ.get("LAB_ZOOKEEPER_MANAGED_DIR", "").strip()
 LAB_KAFKA_VERSION = "Kafka 3.x in ZooKeeper mode"
 
-DEBUG = _env_flag("DJANGO_DEBUG", True)
+# Where lab.serve listens: on another machine's reach (not loopback) the lab serves a class.
+LAB_LISTEN = parse_listen(os.environ.get(LISTEN_ENV_VAR, ""))
+LAB_CLASSROOM = LAB_LISTEN is not None and not LAB_LISTEN.loopback
+
+# A class must never see DEBUG's pages (every URL, tracebacks, settings): off unless asked for.
+DEBUG = _env_flag("DJANGO_DEBUG", not LAB_CLASSROOM)
+SECRET_KEY_FILE = "secret-key"
+
+
+def kept_secret(path: Path) -> str:
+    """The secret in ``path``, made (random, mode 600) the first time: sessions survive a restart."""
+    try:
+        text = path.read_text().strip()
+    except FileNotFoundError:
+        text = ""
+    if text:
+        return text
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = secrets.token_urlsafe(50)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as out:
+        out.write(text + "\n")
+    return text
+
 
 SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "").strip()
 if not SECRET_KEY:
-    if not DEBUG:
+    if LAB_CLASSROOM:
+        SECRET_KEY = kept_secret(LAB_DATA_DIR / SECRET_KEY_FILE)
+    elif not DEBUG:
         raise ImproperlyConfigured("DJANGO_SECRET_KEY must be set when DJANGO_DEBUG is off")
-    SECRET_KEY = "django-insecure-kafka-lab-development-only"  # used only when DEBUG is on
+    else:
+        SECRET_KEY = "django-insecure-kafka-lab-development-only"  # used only when DEBUG is on, on loopback
 
-ALLOWED_HOSTS = [
-    host.strip()
-    for host in os.environ.get("DJANGO_ALLOWED_HOSTS", "127.0.0.1,localhost,[::1]").split(",")
-    if host.strip()
-]
+if LAB_CLASSROOM and LAB_LISTEN is not None:
+    # The names a class reaches this machine by, and any the operator adds.
+    ALLOWED_HOSTS = list(dict.fromkeys([*served_hosts(LAB_LISTEN), *_env_list("DJANGO_ALLOWED_HOSTS")]))
+else:
+    ALLOWED_HOSTS = _env_list("DJANGO_ALLOWED_HOSTS", "127.0.0.1,localhost,[::1]")
 CSRF_TRUSTED_ORIGINS = _env_list("DJANGO_CSRF_TRUSTED_ORIGINS")  # e.g. https://lab.example.org
 
 # Production is HTTPS: secure cookies, a redirect to https, HSTS. Behind a proxy that terminates TLS,
 # DJANGO_BEHIND_PROXY=1 trusts its X-Forwarded-Proto (and only then: a client could send it too).
-if _env_flag("DJANGO_BEHIND_PROXY", False):
+# A classroom served by lab.serve is plain HTTP on a LAN: a redirect to https would reach nothing and
+# secure-only cookies would never come back, so there HTTPS is the operator's choice (or a proxy's).
+BEHIND_PROXY = _env_flag("DJANGO_BEHIND_PROXY", False)
+if BEHIND_PROXY:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
-SECURE_SSL_REDIRECT = _env_flag("DJANGO_SSL_REDIRECT", not DEBUG)
-SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = _env_flag("DJANGO_SECURE_COOKIES", not DEBUG)
-SECURE_HSTS_SECONDS = _env_int("DJANGO_HSTS_SECONDS", 0 if DEBUG else 31_536_000)
+_HTTPS = not DEBUG and (not LAB_CLASSROOM or BEHIND_PROXY)
+SECURE_SSL_REDIRECT = _env_flag("DJANGO_SSL_REDIRECT", _HTTPS)
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = _env_flag("DJANGO_SECURE_COOKIES", _HTTPS)
+SECURE_HSTS_SECONDS = _env_int("DJANGO_HSTS_SECONDS", 31_536_000 if _HTTPS else 0)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = _env_flag("DJANGO_HSTS_INCLUDE_SUBDOMAINS", True)
 SECURE_HSTS_PRELOAD = _env_flag("DJANGO_HSTS_PRELOAD", False)
 # Preloading commits a domain to HTTPS in browsers for good: an operator's choice, so its reminder is off.
@@ -129,7 +167,7 @@ SILENCED_SYSTEM_CHECKS = [] if SECURE_HSTS_PRELOAD else ["security.W021"]
 
 INSTALLED_APPS = [
     "daphne",  # first: its runserver serves ASGI and websockets
-    "django.contrib.admin",
+    "lab.apps.LabAdminConfig",  # django.contrib.admin, with instructors let in for exercises
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -224,7 +262,14 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "filters": {"without_traceback": {"()": "lab.errors.WithoutTraceback"}},
+    "handlers": {
+        "console": {"class": "logging.StreamHandler"},
+        "console_one_line": {"class": "logging.StreamHandler", "filters": ["without_traceback"]},
+    },
     "root": {"handlers": ["console"], "level": "WARNING"},
-    "loggers": {"lab": {"handlers": ["console"], "level": "INFO", "propagate": False}},
+    "loggers": {
+        "lab": {"handlers": ["console"], "level": "INFO", "propagate": False},
+        "django.security.DisallowedHost": {"handlers": ["console_one_line"], "propagate": False},
+    },
 }

@@ -5,6 +5,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import URLPattern, URLResolver, include, path
 
 from lab import consumers, views, views_lab
+from lab.accounts import people
 from lab.api.main import api
 
 urlpatterns = [
@@ -18,9 +19,20 @@ urlpatterns = [
     path("status/zookeeper/", views.zookeeper_status_card, name="zookeeper-status"),
     path("admin/", admin.site.urls),
     path("account/", include("lab.accounts.urls")),
+    path("people/", people.people, name="people"),
+    path("people/add/", people.add, name="people-add"),
+    path("people/<str:username>/password/", people.reset_password, name="people-password"),
+    path("people/<str:username>/role/", people.change_role, name="people-role"),
+    path("people/<str:username>/active/", people.change_active, name="people-active"),
     path("api/", api.urls),
     path("", include("lab.classroom.urls")),
 ]
+
+# Friendly pages instead of Django's bare ones (DEBUG is off for a class): lab/errors.py.
+handler400 = "lab.errors.bad_request"
+handler403 = "lab.errors.permission_denied"
+handler404 = "lab.errors.page_not_found"
+handler500 = "lab.errors.server_error"
 
 websocket_urlpatterns: list[URLPattern | URLResolver] = [
     path("ws/labs/<slug:slug>/", consumers.LabConsumer.as_asgi(), name="lab-ws"),

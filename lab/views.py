@@ -11,6 +11,8 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
+from lab.accounts.forms import LoginForm
+from lab.accounts.throttle import refused
 from lab.engine.config import BROKER_KEYS
 from lab.engine.errors import KafkaError
 from lab.labs import DEMO_PASSWORD_FILE, create_lab, live_of
@@ -96,10 +98,16 @@ def new_lab(request: HttpRequest) -> HttpResponse:
 
 
 class LoginView(auth_views.LoginView):
-    """Django's login, with how a newcomer gets in and whether ZooKeeper answers."""
+    """Django's login, throttled (lab.accounts.throttle), with how a newcomer gets in and whether
+    ZooKeeper answers."""
 
     template_name = "registration/login.html"
     redirect_authenticated_user = True
+    form_class = LoginForm
+
+    def form_invalid(self, form: LoginForm) -> HttpResponse:  # type: ignore[override]
+        response = super().form_invalid(form)
+        return response if form.throttled is None else refused(response, form.throttled)
 
     def get_context_data(self, **kwargs: object) -> dict[str, object]:
         context = super().get_context_data(**kwargs)

@@ -36,7 +36,15 @@ ACT_TIMEOUT_S = 60.0
 @require_GET
 @login_required
 def lab_page(request: HttpRequest, slug: str) -> HttpResponse:
-    lab = access.lab_for(request.user, slug)
+    try:
+        lab = access.lab_for(request.user, slug)
+    except Http404:
+        from lab.classroom.views import ended_demo_page
+
+        ended = ended_demo_page(request, slug)
+        if ended is None:
+            raise
+        return ended
     live = live_of(lab)
     frame = live.frame
     renderer = live.renderer

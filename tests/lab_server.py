@@ -19,8 +19,16 @@ REPO = Path(__file__).resolve().parent.parent
 class LabServer:
     """``python -m lab.serve`` on a free port with its own LAB_DATA_DIR; output goes to a file there."""
 
-    def __init__(self, data_dir: Path, *, zookeeper: str | None = None, env: dict[str, str] | None = None):
+    def __init__(
+        self,
+        data_dir: Path,
+        *,
+        zookeeper: str | None = None,
+        env: dict[str, str] | None = None,
+        host: str = "127.0.0.1",
+    ):
         self.data_dir = data_dir
+        self.host = host  # what it listens on; the tests reach it on loopback either way
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.output_path = data_dir / "serve.out"
@@ -41,7 +49,7 @@ class LabServer:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         with self.output_path.open("wb") as out:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "lab.serve", "--host", "127.0.0.1", "--port", str(self.port)],
+                [sys.executable, "-m", "lab.serve", "--host", self.host, "--port", str(self.port)],
                 cwd=REPO,
                 env=self._env,
                 stdin=subprocess.DEVNULL,
@@ -69,7 +77,7 @@ class LabServer:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         with self.output_path.open("wb") as out:
             completed = subprocess.run(
-                [sys.executable, "-m", "lab.serve", "--host", "127.0.0.1", "--port", str(self.port)],
+                [sys.executable, "-m", "lab.serve", "--host", self.host, "--port", str(self.port)],
                 cwd=REPO,
                 env=self._env,
                 stdin=subprocess.DEVNULL,
@@ -92,6 +100,19 @@ class LabServer:
                 self.process.kill()
                 self.process.wait()
         return self.process.returncode
+
+    def manage(self, *args: str) -> str:
+        """Run ``manage.py`` on this server's data directory; its output."""
+        done = subprocess.run(
+            [sys.executable, "manage.py", *args],
+            cwd=REPO,
+            env=self._env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        )
+        return done.stdout
 
     def output(self) -> str:
         try:

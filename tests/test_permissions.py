@@ -9,6 +9,7 @@ an endpoint added later is checked from the day it appears. For each kind:
 - another person's lab: 404, the same as no such lab (its existence does not leak);
 - a lab someone may see but not change (an instructor looking at a student's lab): 403 on any change;
 - a student on an instructor's page or action: 403;
+- an instructor managing accounts (People): a student 403; an administrator's account or their own 403;
 - the owner (or the instructor, for instructor pages): allowed, meaning no login redirect, 401, 403 or
   permission 404, and no 500;
 - every POST without a CSRF token is refused (403) before the view runs; the API is the exception, as it
@@ -48,6 +49,7 @@ LAB_VIEW = "lab-view"  # who may see the lab (owner, instructors, a demo's viewe
 LAB_ACT = "lab-act"  # the lab's owner only; a viewer 403, others 404
 INSTRUCTOR = "instructor"  # instructors only; a student 403
 INSTRUCTOR_LAB = "instructor-lab"  # an instructor's action on their own lab: a student 403 on theirs
+PERSON = "person"  # an instructor's change to a student's account; an administrator's or their own 403
 ADMIN = "admin"  # Django's admin: staff only, everyone else to the admin's login
 EMPTY = "empty"  # a route that serves nothing (ninja's root of the API): 404 for everyone
 
@@ -79,6 +81,13 @@ ROUTES: dict[str, Route] = {
     "account": Route(LOGIN),
     "account-tokens": Route(LOGIN),
     "account-token-revoke": Route(OWN, "POST"),
+    "account-password": Route(LOGIN),
+    # lab/accounts/people.py: the class's accounts
+    "people": Route(INSTRUCTOR),
+    "people-add": Route(INSTRUCTOR, "POST"),
+    "people-password": Route(PERSON, "POST"),
+    "people-role": Route(PERSON, "POST"),
+    "people-active": Route(PERSON, "POST"),
     # the API's documents (its operations are in API_OPERATIONS)
     "api:openapi-json": Route(PUBLIC),
     "api:openapi-view": Route(PUBLIC),
@@ -130,6 +139,7 @@ DEFAULT_KWARGS: dict[str, Any] = {
     "action": "pause",
     "question": 0,
     "fmt": "json",
+    "username": "ada",
 }
 
 WEBSOCKETS: dict[str, str] = {"lab-ws": LAB_VIEW}
@@ -183,6 +193,7 @@ API_OPERATIONS: dict[tuple[str, str], tuple[str, Any]] = {
     ("POST", "/api/scenarios/runs"): (API_USER, {"scenario": "leader-failover"}),
     ("GET", "/api/scenarios/runs/{run_id}"): (API_RUN, None),
     ("GET", "/api/scenarios/runs/{run_id}/result"): (API_RUN, None),
+    ("POST", "/api/scenarios/runs/{run_id}/cancel"): (API_RUN, None),
 }
 
 
@@ -329,6 +340,13 @@ def _to_login(response: Any) -> bool:
     return response.status_code == 302 and "/accounts/login/" in response["Location"]
 
 
+def _allowed(response: Any, name: str) -> None:
+    """Let through: no login redirect, 401, 403 or permission 404, and no 500 (bad input may be a 400)."""
+    assert response.status_code < 500, (name, response.status_code)
+    assert response.status_code not in (401, 403, 404), (name, response.status_code)
+    assert not _to_login(response), name
+
+
 # ----------------------------------------------------------------------------- pages and htmx endpoints
 
 
@@ -371,7 +389,15 @@ def test_each_page_and_endpoint_checks_who_asks(world: World, name: str) -> None
         assert _send(world.client(world.ada), method, url).status_code == 302, name
     elif route.kind == INSTRUCTOR:
         assert _send(world.client(world.ada), method, url).status_code == 403, name
-        assert _send(world.client(world.teacher), method, url).status_code == 200, name
+        _allowed(_send(world.client(world.teacher), method, url), name)
+    elif route.kind == PERSON:
+        assert _send(world.client(world.grace), method, url).status_code == 403, name  # a student
+        for untouchable in (world.staff, world.teacher):  # an administrator, and oneself
+            theirs = reverse(name, kwargs={"username": untouchable.get_username()})
+            assert _send(world.client(world.teacher), method, theirs).status_code == 403, name
+        nobody = reverse(name, kwargs={"username": "nobody"})
+        assert _send(world.client(world.teacher), method, nobody).status_code == 404, name
+        _allowed(_send(world.client(world.teacher), method, url), name)
     elif route.kind in (LAB_VIEW, LAB_ACT):
         other = _send(world.client(world.grace), method, url)
         assert other.status_code == 404, (name, other.status_code)
@@ -403,24 +429,36 @@ def test_every_post_without_a_csrf_token_is_refused(world: World, name: str) -> 
     route = ROUTES[name]
     pattern = dict(http_routes())[name]
     slug = world.class_lab.slug if route.kind == INSTRUCTOR_LAB else world.lab.slug
-    user = world.teacher if route.kind in (INSTRUCTOR, INSTRUCTOR_LAB) else world.ada
+    user = world.teacher if route.kind in (INSTRUCTOR, INSTRUCTOR_LAB, PERSON) else world.ada
     response = world.client(user, csrf=True).post(_url(name, route, pattern, slug, world), {"name": "x"})
     assert response.status_code == 403, (name, response.status_code)
     assert b"CSRF" in response.content, name
 
 
-def test_the_admin_is_for_staff_only(world: World) -> None:
+def test_the_admin_is_for_staff_and_lets_instructors_edit_exercises_only(world: World) -> None:
     names = [n for n, p in http_routes() if n.startswith("admin:") and "<" not in p and "(?P" not in p]
     assert "admin:index" in names
     assert "admin:auth_user_changelist" in names
+    instructors_may = {
+        "admin:index",
+        "admin:password_change",
+        "admin:password_change_done",
+        "admin:classroom_exercisedefinition_changelist",
+        "admin:classroom_exercisedefinition_add",
+    }
     for name in names:
+        if name in ("admin:login", "admin:logout", "admin:jsi18n"):
+            continue
         url = reverse(name)
-        for user in (None, world.ada, world.teacher):
+        for user in (None, world.ada):
             response = world.client(user).get(url)
-            if name in ("admin:login", "admin:logout", "admin:jsi18n"):
-                continue
             assert response.status_code == 302, (name, response.status_code)
             assert "/admin/login/" in response["Location"], name
+        teacher = world.client(world.teacher).get(url)
+        if name in instructors_may:
+            assert teacher.status_code == 200, (name, teacher.status_code)
+        else:
+            assert teacher.status_code == 403, (name, teacher.status_code)
     assert world.client(world.staff).get(reverse("admin:index")).status_code == 200
     page = (
         world.client(world.staff).get(reverse("admin:auth_user_change", args=[world.ada.pk])).content.decode()

@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import json
 import signal
 import socket
+import stat
+import time
+import urllib.error
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.lab_server import LabServer
-from tests.processes import alive, pids_mentioning
+from tests.processes import alive, pids_mentioning, wait_until
+from tests.scenarios.helpers import RUNAWAY
 
 
 def _get(url: str) -> str:
@@ -94,3 +100,86 @@ def test_make_run_makes_the_demo_user_and_lab_and_says_how_to_log_in(tmp_path: P
     finally:
         assert server.stop() == 0, server.output()
     assert "Labs: stopping..." in server.output()
+
+
+def _api(url: str, token: str, body: Any = None) -> Any:
+    request = urllib.request.Request(
+        url,
+        data=None if body is None else json.dumps(body).encode(),
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return json.loads(response.read())
+
+
+def test_sigterm_stops_the_server_within_seconds_while_scenario_runs_run(
+    tmp_path: Path, zookeeper: str
+) -> None:
+    server = LabServer(tmp_path, zookeeper=zookeeper)
+    try:
+        url = server.start()
+        token = server.manage("createtoken", "demo", "runaway").strip().splitlines()[-1]
+        runs = [_api(url + "/api/scenarios/runs", token, {"yaml": RUNAWAY}) for _ in range(3)]
+
+        def running() -> bool:
+            statuses = [_api(f"{url}/api/scenarios/runs/{run['id']}", token) for run in runs[:2]]
+            return all(s["status"] == "running" and s["step"] >= 3 for s in statuses)
+
+        assert wait_until(running, 60), server.output()
+        began = time.monotonic()
+        assert server.stop(signal.SIGTERM, timeout_s=60) == 0, server.output()
+        took = time.monotonic() - began
+    finally:
+        server.stop(signal.SIGKILL)
+    assert took < 5, f"SIGTERM took {took:.1f} s with two runaway runs and one queued"
+    assert server.output().rstrip().endswith("Kafka Lab stopped.")
+
+
+def _outbound_address() -> str:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        sock.connect(("192.0.2.1", 9))
+        address: str = sock.getsockname()[0]
+    return address
+
+
+def _status(url: str, host: str | None = None) -> tuple[int, str]:
+    request = urllib.request.Request(url, headers={"Host": host} if host else {})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read().decode()
+
+
+def test_make_run_for_a_class_serves_with_debug_off_a_kept_secret_and_friendly_pages(
+    tmp_path: Path, zookeeper: str
+) -> None:
+    server = LabServer(tmp_path, zookeeper=zookeeper, host="0.0.0.0")
+    try:
+        server.start()
+        address = _outbound_address()
+        assert f"Classroom: students open http://{address}:{server.port}/" in server.output()
+        assert "DEBUG is off" in server.output()
+        # A student's machine reaches it by this machine's address.
+        status, login = _status(f"http://{address}:{server.port}/accounts/login/")
+        assert status == 200
+        assert "Log in to Kafka Lab" in login
+        # DEBUG is off: a missing page is the friendly one, with no list of the site's URLs.
+        status, missing = _status(f"http://{address}:{server.port}/no/such/page/")
+        assert status == 404
+        assert 'data-status="404"' in missing
+        assert "URLconf" not in missing
+        assert "DEBUG = True" not in missing
+        # Static files are still served with DEBUG off (the ASGI static handler, no other server).
+        assert _get(f"http://{address}:{server.port}/static/lab.css").count("prefers-color-scheme") >= 1
+        assert _get(server.url + "/static/vendor/htmx.min.js").startswith("var htmx=")
+        # A name it does not serve is refused, and said so.
+        status, refused = _status(server.url + "/", host="evil.example")
+        assert status == 400
+        assert "does not answer to the name" in refused
+        secret = tmp_path / "secret-key"
+        assert secret.is_file()
+        assert stat.S_IMODE(secret.stat().st_mode) == 0o600
+    finally:
+        assert server.stop() == 0, server.output()
+    assert "Traceback" not in server.output()

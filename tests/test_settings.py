@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import socket
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -56,3 +58,90 @@ def test_production_needs_a_secret_key() -> None:
 def test_a_malformed_debug_flag_is_named() -> None:
     result = _settings(DJANGO_DEBUG="maybe")
     assert "DJANGO_DEBUG must be 1/0" in result.stderr
+
+
+_CLASSROOM = (
+    "import json, lab.settings as s; "
+    "print(json.dumps({'debug': s.DEBUG, 'classroom': s.LAB_CLASSROOM, 'secret': s.SECRET_KEY, "
+    "'hosts': s.ALLOWED_HOSTS, 'redirect': s.SECURE_SSL_REDIRECT, 'cookies': s.SESSION_COOKIE_SECURE, "
+    "'csrf_cookie': s.CSRF_COOKIE_SECURE, 'hsts': s.SECURE_HSTS_SECONDS}))"
+)
+
+
+def _classroom(tmp_path: Path, **env: str) -> dict[str, object]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("LAB_", "DJANGO_"))}
+    done = subprocess.run(
+        [sys.executable, "-c", _CLASSROOM],
+        cwd=REPO,
+        env={**clean, "LAB_DATA_DIR": str(tmp_path), **env},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    shown: dict[str, object] = json.loads(done.stdout)
+    return shown
+
+
+def _outbound_address() -> str:
+    """This machine's address on its default route, found here without the lab's code."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        sock.connect(("192.0.2.1", 9))
+        address: str = sock.getsockname()[0]
+    return address
+
+
+def test_serving_a_class_turns_debug_off_with_a_secret_kept_in_the_data_dir(tmp_path: Path) -> None:
+    shown = _classroom(tmp_path, LAB_LISTEN="0.0.0.0:8080")
+    assert shown["classroom"] is True
+    assert shown["debug"] is False
+    key = tmp_path / "secret-key"
+    assert shown["secret"] == key.read_text().strip()
+    assert len(str(shown["secret"])) >= 50
+    assert "insecure" not in str(shown["secret"])
+    assert stat.S_IMODE(key.stat().st_mode) == 0o600
+    # The same secret next time, so sessions survive a restart; another data dir gets its own.
+    assert _classroom(tmp_path, LAB_LISTEN="0.0.0.0:8080")["secret"] == shown["secret"]
+    assert _classroom(tmp_path / "other", LAB_LISTEN="[::]:8080")["secret"] != shown["secret"]
+
+
+def test_a_class_reaches_the_lab_by_this_machines_addresses_and_names(tmp_path: Path) -> None:
+    hosts = _classroom(tmp_path, LAB_LISTEN="0.0.0.0:8080", DJANGO_ALLOWED_HOSTS="lab.school.example")[
+        "hosts"
+    ]
+    assert isinstance(hosts, list)
+    for host in (
+        "127.0.0.1",
+        "localhost",
+        _outbound_address(),
+        socket.gethostname().lower(),
+        "lab.school.example",
+    ):
+        assert host in hosts, (host, hosts)
+    # Bound to one address, that address (and the machine's names), not every other one.
+    one = _classroom(tmp_path, LAB_LISTEN="10.9.8.7:8080")["hosts"]
+    assert isinstance(one, list)
+    assert "10.9.8.7" in one
+    assert _outbound_address() not in one
+
+
+def test_a_classroom_lan_is_plain_http_without_redirects_or_secure_only_cookies(tmp_path: Path) -> None:
+    shown = _classroom(tmp_path, LAB_LISTEN="0.0.0.0:8080")
+    assert (shown["redirect"], shown["cookies"], shown["csrf_cookie"], shown["hsts"]) == (
+        False,
+        False,
+        False,
+        0,
+    )
+    # Behind a TLS proxy it is production again.
+    proxied = _classroom(tmp_path, LAB_LISTEN="0.0.0.0:8080", DJANGO_BEHIND_PROXY="1")
+    assert (proxied["redirect"], proxied["cookies"], proxied["hsts"]) == (True, True, 31_536_000)
+
+
+def test_loopback_development_keeps_debug_and_the_operator_decides(tmp_path: Path) -> None:
+    loopback = _classroom(tmp_path, LAB_LISTEN="127.0.0.1:8000")
+    assert (loopback["classroom"], loopback["debug"]) == (False, True)
+    assert loopback["hosts"] == ["127.0.0.1", "localhost", "[::1]"]
+    assert not (tmp_path / "secret-key").exists()
+    asked = _classroom(tmp_path, LAB_LISTEN="0.0.0.0:8000", DJANGO_DEBUG="1")
+    assert asked["debug"] is True

@@ -4,9 +4,13 @@ from django.contrib import admin
 from django.contrib.auth import get_user_model
 from django.contrib.auth.admin import UserAdmin
 
+from lab.accounts.forms import AdminLoginForm
 from lab.accounts.models import ApiToken, Profile, role_of
 
 User = get_user_model()
+
+# The admin's login counts failures and refuses past the limit, as the lab's own does.
+admin.site.login_form = AdminLoginForm
 
 
 class ProfileInline(admin.StackedInline):

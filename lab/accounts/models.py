@@ -101,3 +101,17 @@ class ApiToken(models.Model):
         if self.revoked is None:
             self.revoked = timezone.now()
             self.save(update_fields=["revoked"])
+
+
+class FailedAttempt(models.Model):
+    """A failed login or join-code guess, kept while it counts (lab.accounts.throttle)."""
+
+    action = models.CharField(max_length=20)  # "login", "join"
+    key = models.CharField(max_length=200)  # "address:10.0.0.5", "account:ada"
+    at = models.DateTimeField()
+
+    class Meta:
+        indexes = [models.Index(fields=["action", "key", "at"], name="failed_attempt_lookup")]
+
+    def __str__(self) -> str:
+        return f"{self.action} {self.key} at {self.at:%H:%M:%S}"

@@ -8,6 +8,7 @@ from ninja import Schema
 from pydantic import ConfigDict, Field
 
 from lab.engine.config import BROKER_KEYS, TOPIC_KEYS
+from lab.scenarios.yamlsafe import MAX_CHARS as MAX_SCENARIO_CHARS
 
 MAX_BROKERS = 12
 MAX_PARTITIONS = 32
@@ -305,21 +306,26 @@ class ScenarioOut(Schema):
     description: str
     brokers: int
     steps: int
+    error: str = Field(
+        "", description="why the file cannot be read (empty when it can); such a scenario cannot run"
+    )
 
 
 class RunIn(In):
     scenario: str | None = Field(None, max_length=100, description="a shipped scenario's slug")
-    yaml: str | None = Field(None, max_length=200_000, description="or a scenario file's text")
+    yaml: str | None = Field(None, max_length=MAX_SCENARIO_CHARS, description="or a scenario file's text")
 
 
 class RunOut(Schema):
     id: str
     scenario: str
     name: str
-    status: Literal["queued", "running", "passed", "failed", "error"]
+    status: Literal["queued", "running", "passed", "failed", "error", "cancelled"]
     step: int
     steps: int
-    error: str = ""
+    error: str = Field(
+        "", description="why it stopped early: cancelled, over its budget, or an engine failure"
+    )
 
 
 class CheckOut(Schema):

@@ -1,5 +1,6 @@
 from django.contrib import admin
 
+from lab.admin_site import InstructorsMay
 from lab.classroom.models import Demo, DemoCopy, DemoViewer, ExerciseDefinition, ExerciseProgress, ScenarioLab
 
 
@@ -31,7 +32,7 @@ class ScenarioLabAdmin(admin.ModelAdmin):
 
 
 @admin.register(ExerciseDefinition)
-class ExerciseDefinitionAdmin(admin.ModelAdmin):
+class ExerciseDefinitionAdmin(InstructorsMay):
     list_display = ("slug", "enabled", "updated")
     list_filter = ("enabled",)
     search_fields = ("slug", "source")

@@ -3,7 +3,9 @@
 ``ScenarioPlayer.tick`` is a tick hook: while playing it calls ``ScenarioRun.advance`` whenever the
 lab's clock reaches the time the run asked for, so waits follow the lab's clock (a paused clock
 holds them; 0.1x slows them). ``step`` runs exactly the next step (or finishes the one under way),
-then pauses. ``view`` is the per-step pass/fail table a frame carries.
+then pauses; ``cancel`` ends the scenario where it is (a wait of an hour need not be sat out). The
+scenario's steps carry the bounds of the file format, as they do on the command line and the API.
+``view`` is the per-step pass/fail table a frame carries.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ class StepRow:
     index: int
     line: int
     label: str
-    state: str  # pending | running | passed | failed
+    state: str  # pending | running | passed | failed | cancelled | skipped (not run: cancelled before it)
     detail: str
     checks: tuple[str, ...]  # "what: expected ..., got ..." for each expectation
     time_ms: int | None
@@ -38,7 +40,7 @@ class PlayerView:
     name: str
     description: str
     mode: str  # paused | playing | stepping
-    status: str  # ready | playing | paused | passed | failed
+    status: str  # ready | playing | paused | passed | failed | cancelled
     rows: tuple[StepRow, ...]
     note: str
 
@@ -52,7 +54,8 @@ class PlayerView:
 
     @property
     def finished(self) -> bool:
-        return self.status in ("passed", "failed")
+        """Over: nothing more will run until the scenario starts again."""
+        return self.status in ("passed", "failed", "cancelled")
 
 
 def _check_text(check: Any) -> str:
@@ -71,6 +74,8 @@ class ScenarioPlayer:
         self._run: ScenarioRun | None = None
         self._due: int | None = None
         self._target: int | None = None  # stepping: the number of results to stop at
+        self.cancelled = False
+        self._cancelled_at: int | None = None  # the step under way when it was cancelled
         self.view = self._make_view()
 
     # ------------------------------------------------------------------ controls
@@ -82,6 +87,7 @@ class ScenarioPlayer:
 
     def play(self, lab: LiveLab) -> str:
         self._ensure_run(lab.cluster)
+        self._refuse_if_cancelled()
         if self.finished:
             raise IllegalState("the scenario is over; start it again to replay it")
         if self.mode == "playing":
@@ -101,6 +107,7 @@ class ScenarioPlayer:
 
     def step(self, lab: LiveLab) -> str:
         run = self._ensure_run(lab.cluster)
+        self._refuse_if_cancelled()
         if self.finished:
             raise IllegalState("the scenario is over; start it again to replay it")
         if self.mode == "playing":
@@ -115,6 +122,32 @@ class ScenarioPlayer:
         self.tick(lab)
         return said
 
+    def cancel(self, lab: LiveLab) -> str:
+        """End the scenario where it is: the step under way fails ("cancelled"), and no later step runs."""
+        run = self._ensure_run(lab.cluster)
+        self._refuse_if_cancelled()
+        if self.finished:
+            raise IllegalState("the scenario is over; start it again to replay it")
+        if run.index == 0:
+            raise IllegalState("nothing to cancel: the scenario has not started")
+        under_way = len(run.results) < run.index
+        if under_way:
+            self._cancelled_at = run.index - 1
+            said = f"Scenario cancelled at step {run.index} ({self.scenario.steps[run.index - 1].label})"
+        else:
+            said = f"Scenario cancelled before step {run.index + 1} ({self.scenario.steps[run.index].label})"
+        self._release()
+        run.abort("cancelled")
+        self.cancelled = True
+        self._due = None
+        self.mode = "paused"
+        self.view = self._make_view()
+        return said + ": start it over to play it again."
+
+    def _refuse_if_cancelled(self) -> None:
+        if self.cancelled:
+            raise IllegalState("the scenario was cancelled; start it over to play it again")
+
     def restart(self, lab: LiveLab) -> str:
         """Throw the lab's cluster away and play again from the first step (driver thread)."""
         spec = lab.spec
@@ -125,6 +158,8 @@ class ScenarioPlayer:
         self._target = None
         self.mode = "paused"
         self.note = ""
+        self.cancelled = False
+        self._cancelled_at = None
         self._ensure_run(lab.cluster)
         self.view = self._make_view()
         return "A fresh cluster: the scenario starts again from its first step."
@@ -151,6 +186,8 @@ class ScenarioPlayer:
             self.note = "The lab's cluster was replaced: the scenario starts again from its first step."
             self._run = None
             self.mode = "paused"
+            self.cancelled = False
+            self._cancelled_at = None
         if self._run is None:
             self._run = ScenarioRun(self.scenario, cluster)
             self._due = cluster.now_ms
@@ -178,11 +215,13 @@ class ScenarioPlayer:
             result = results[index] if index < len(results) else None
             if result is not None:
                 state = "passed" if result.ok else "failed"
+                if index == self._cancelled_at:
+                    state = "cancelled"
                 detail = result.detail
                 checks = tuple(_check_text(c) for c in result.checks)
                 at: int | None = result.time_ms
             else:
-                state = "running" if index < started else "pending"
+                state = "skipped" if self.cancelled else "running" if index < started else "pending"
                 detail, checks, at = "", (), None
             rows.append(
                 StepRow(
@@ -195,7 +234,9 @@ class ScenarioPlayer:
                     time_ms=at,
                 )
             )
-        if self.finished:
+        if self.cancelled:
+            status = "cancelled"
+        elif self.finished:
             status = "failed" if any(r.state == "failed" for r in rows) else "passed"
         elif self.mode in ("playing", "stepping"):
             status = "playing"

@@ -25,6 +25,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from lab import access
+from lab.accounts import throttle
 from lab.accounts.models import Role
 from lab.classroom import attach, content, copying, handout
 from lab.classroom.models import CODE_ALPHABET, Demo, DemoCopy, DemoViewer, ExerciseProgress, ScenarioLab
@@ -372,28 +373,51 @@ def _join_error(request: HttpRequest, code: str, message: str) -> HttpResponse:
 @require_POST
 @login_required
 def demo_join(request: HttpRequest) -> HttpResponse:
-    """Follow a demo with its join code: the demo's page, read-only."""
+    """Follow a demo with its join code: the demo's page, read-only. Wrong codes are counted
+    (lab.accounts.throttle): past the limit even the right one waits."""
     code = "".join(request.POST.get("code", "").split()).upper()
     if not code:
         return _join_error(
             request, code, "Type the join code your instructor shows (six letters and digits)."
         )
+    account = str(request.user.pk)
+    try:
+        throttle.check(throttle.JOIN, request, account)
+    except throttle.TooManyAttempts as error:
+        return throttle.refused(_join_error(request, code[:12], error.message), error)
+
+    def wrong(message: str) -> HttpResponse:
+        throttle.failed(throttle.JOIN, request, account)
+        return _join_error(request, code[:12], message)
+
     if len(code) > 12 or any(c not in CODE_ALPHABET for c in code):
-        return _join_error(
-            request,
-            code,
+        return wrong(
             f"{code[:12]} is not a join code: codes use only the letters and digits {CODE_ALPHABET} "
-            "(no 0, O, 1 or I).",
+            "(no 0, O, 1 or I)."
         )
     demo = Demo.objects.filter(join_code=code).select_related("lab").first()
     if demo is None:
-        return _join_error(request, code, f"No demo has the code {code}. Check it with your instructor.")
+        return wrong(f"No demo has the code {code}. Check it with your instructor.")
     if not demo.active:
-        return _join_error(request, code, f"The demo {code} has ended.")
+        return wrong(f"The demo {code} has ended.")
     if demo.lab.owner_id != request.user.pk:
         DemoViewer.objects.get_or_create(demo=demo, user=request.user)
     attach.ensure_demo(demo)
     return redirect(demo.lab.get_absolute_url())
+
+
+def ended_demo_page(request: HttpRequest, slug: str) -> HttpResponse | None:
+    """What a follower of a demo that ended gets at its page (410 Gone): not a bare 404. None for
+    anyone who did not follow it (for them the lab does not exist)."""
+    demo = (
+        Demo.objects.filter(lab__slug=slug, active=False, viewers__user=request.user)
+        .select_related("lab__owner")
+        .first()
+    )
+    if demo is None:
+        return None
+    copy = DemoCopy.objects.filter(demo=demo, user=request.user).select_related("lab").first()
+    return render(request, "classroom/demo_ended.html", {"demo": demo, "copy": copy}, status=410)
 
 
 @require_POST
@@ -451,12 +475,13 @@ PLAYER_ACTIONS: dict[str, Callable[[Any, LiveLab], str]] = {
     "pause": lambda p, lab: p.pause(lab),
     "step": lambda p, lab: p.step(lab),
     "restart": lambda p, lab: p.restart(lab),
+    "cancel": lambda p, lab: p.cancel(lab),
 }
 
 
 @require_POST
 async def scenario_control(request: HttpRequest, slug: str, action: str) -> HttpResponse:
-    """Play, pause, step or restart the scenario on a lab (its owner only)."""
+    """Play, pause, step, cancel or restart the scenario on a lab (its owner only)."""
     user = await request.auser()  # type: ignore[attr-defined]
     if not user.is_authenticated:
         if request.headers.get("HX-Request"):

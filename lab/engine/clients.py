@@ -11,9 +11,11 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import Any, NamedTuple, Protocol
 
 from lab.engine import errors
+from lab.engine.config import consumer_config, producer_config
 from lab.engine.errors import (
     IllegalArgument,
     IllegalState,
@@ -25,7 +27,7 @@ from lab.engine.errors import (
 from lab.engine.events import Journal
 from lab.engine.ids import BrokerId, TopicPartition
 from lab.engine.network import Endpoint, Envelope, Network
-from lab.engine.partitioner import partition_for_key
+from lab.engine.partitioner import StickyPartitioner, load_stats, partition_for_key
 from lab.engine.protocol import (
     EARLIEST_TIMESTAMP,
     LATEST_TIMESTAMP,
@@ -87,8 +89,9 @@ class ConsumerRecord(NamedTuple):
     headers: tuple[tuple[str, bytes | None], ...] = ()
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class AckedRecord:
+class AckedRecord(NamedTuple):
+    """One record a producer was told is written. A NamedTuple: the ledger makes one per acknowledged record."""
+
     producer: str
     tp: TopicPartition
     offset: int
@@ -102,7 +105,7 @@ class Ledger:
     """Every write a producer was told succeeded: what the log must still hold, unless Kafka would lose it."""
 
     # A lab left running for hours must not grow without bound: the ledger keeps the newest
-    # acknowledgements of each partition (loss checks cover that window).
+    # acknowledgements of each partition (loss checks cover that window), at least this many.
     LIMIT_PER_PARTITION = 50_000
 
     def __init__(self) -> None:
@@ -114,10 +117,37 @@ class Ledger:
         acked = self.acked.setdefault(rec.tp, {})
         acked[rec.offset] = rec
         self.count += 1
-        if len(acked) > self.LIMIT_PER_PARTITION:
-            del acked[next(iter(acked))]
+        self._trim(rec.tp, acked)
         if rec.acks == -1 and rec.offset > self.highest_acks_all.get(rec.tp, -1):
             self.highest_acks_all[rec.tp] = rec.offset
+
+    def record_batch(
+        self,
+        producer: str,
+        tp: TopicPartition,
+        base_offset: int,
+        records: Sequence[tuple[bytes | None, bytes | None]],
+        *,
+        acks: int,
+        time_ms: int,
+    ) -> None:
+        """One acknowledged batch, its (key, value) pairs from ``base_offset`` on: one call per produce answer."""
+        acked = self.acked.setdefault(tp, {})
+        make = tuple.__new__  # AckedRecord(...) without its Python-level __new__: one per record
+        offset = base_offset
+        for key, value in records:
+            acked[offset] = make(AckedRecord, (producer, tp, offset, key, value, acks, time_ms))
+            offset += 1
+        self.count += len(records)
+        self._trim(tp, acked)
+        if acks == -1 and offset - 1 > self.highest_acks_all.get(tp, -1):
+            self.highest_acks_all[tp] = offset - 1
+
+    def _trim(self, tp: TopicPartition, acked: dict[int, AckedRecord]) -> None:
+        # Dropping the oldest entry of a dict one at a time rescans the deleted slots at its front
+        # (quadratic); let it grow a quarter past the limit, then keep the newest LIMIT in one go.
+        if len(acked) > self.LIMIT_PER_PARTITION * 5 // 4:
+            self.acked[tp] = dict(islice(acked.items(), len(acked) - self.LIMIT_PER_PARTITION, None))
 
     def of(self, tp: TopicPartition) -> dict[int, AckedRecord]:
         return self.acked.get(tp, {})
@@ -146,6 +176,7 @@ class _Metadata:
         self._next_ms = 0
         self._failed_until: dict[BrokerId, int] = {}
         self.waiters: list[Callable[[], None]] = []
+        self.version = 0  # counts the answers taken in, so a producer knows when to look again
 
     def leader(self, tp: TopicPartition) -> BrokerId | None:
         for pm in self.topics.get(tp.topic, ()):
@@ -156,6 +187,10 @@ class _Metadata:
     def partition_count(self, topic: str) -> int | None:
         parts = self.topics.get(topic)
         return len(parts) if parts else None
+
+    def available(self, topic: str) -> list[int]:
+        """The topic's partitions that have a leader (Kafka's availablePartitionsForTopic)."""
+        return [pm.partition for pm in self.topics.get(topic, ()) if pm.leader >= 0]
 
     def need(self, topics: Iterable[str] = ()) -> None:
         """Mark stale and ask again (soon, with backoff)."""
@@ -195,6 +230,7 @@ class _Metadata:
             return
         self._next_ms = client.scheduler.now_ms + client.retry_backoff_ms
         self._stale = False
+        self.version += 1
         for name, topic in response.topics.items():
             if topic.error == UnknownTopicOrPartition.name:
                 self.unknown.add(name)
@@ -239,17 +275,6 @@ class _Client:
         self.endpoint.close()
 
 
-def _config(given: Mapping[str, object], defaults: Mapping[str, str], what: str) -> dict[str, str]:
-    unknown = sorted(set(given) - set(defaults))
-    if unknown:
-        raise IllegalArgument(
-            f"unknown {what} config {', '.join(unknown)}; known: {', '.join(sorted(defaults))}"
-        )
-    merged = dict(defaults)
-    merged.update({k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in given.items()})
-    return merged
-
-
 def _int(config: Mapping[str, str], key: str, minimum: int = 0) -> int:
     try:
         value = int(config[key])
@@ -262,28 +287,15 @@ def _int(config: Mapping[str, str], key: str, minimum: int = 0) -> int:
 
 # ---------------------------------------------------------------------------- producer
 
-PRODUCER_DEFAULTS: Mapping[str, str] = {
-    "acks": "all",
-    "batch.size": "16384",
-    "linger.ms": "0",
-    "retries": "2147483647",
-    "retry.backoff.ms": "100",
-    "delivery.timeout.ms": "120000",
-    "request.timeout.ms": "30000",
-    "max.in.flight.requests.per.connection": "5",
-    "max.block.ms": "60000",
-    "compression.type": "none",
-    "enable.idempotence": "false",
-}
-
 
 @dataclass(slots=True, eq=False)
 class _ProducerBatch:
     tp: TopicPartition
     builder: BatchBuilder
     created_ms: int
-    futures: list[Pending[RecordMetadata]] = field(default_factory=list)
-    records: list[tuple[bytes | None, bytes | None, int]] = field(default_factory=list)
+    # The batch's base offset, or its error: every record's future reads its answer from here.
+    outcome: Pending[int] = field(default_factory=Pending)
+    records: list[tuple[bytes | None, bytes | None]] = field(default_factory=list)  # for the ledger
     data: bytes | None = None
     attempts: int = 0
     retry_at_ms: int = 0
@@ -291,45 +303,134 @@ class _ProducerBatch:
 
     @property
     def record_count(self) -> int:
-        return len(self.futures)
+        return len(self.records)
+
+    @property
+    def sealed(self) -> bool:
+        """No more records fit: it is full, or it was sent already (a retry)."""
+        return self.full or self.data is not None
+
+
+class FutureRecordMetadata(Pending[RecordMetadata]):
+    """What ``send`` returns: one record's place in its batch (Kafka's FutureRecordMetadata).
+
+    Every record of a batch reads the batch's one outcome (its base offset, or its error), so
+    answering a batch costs the same for one record as for a thousand, and the RecordMetadata is
+    made when someone asks. A record still waiting for its topic's metadata is in no batch yet:
+    until then this is a plain Pending, which fails if the metadata never comes.
+    """
+
+    __slots__ = ("_index", "_outcome", "_tp", "timestamp")
+
+    def __init__(self, timestamp: int) -> None:
+        super().__init__()
+        self._outcome: Pending[int] | None = None
+        self._tp: TopicPartition | None = None
+        self._index = 0
+        self.timestamp = timestamp
+
+    def _join(self, batch: _ProducerBatch, index: int) -> None:
+        self._outcome = batch.outcome
+        self._tp = batch.tp
+        self._index = index
+        callbacks, self._callbacks = self._callbacks, None
+        for callback in callbacks or ():
+            self.add_done_callback(callback)
+
+    def _settle(self) -> bool:
+        """Take the batch's answer once there is one; True when this record has its answer."""
+        outcome = self._outcome
+        if outcome is None:
+            return Pending.done(self)
+        if not outcome.done():
+            return False
+        error = outcome.failed_with()
+        if error is not None:
+            self._error = error
+        else:
+            tp = self._tp
+            assert tp is not None
+            base = outcome.result()
+            self._value = RecordMetadata(
+                topic=tp.topic,
+                partition=tp.partition,
+                offset=-1 if base < 0 else base + self._index,
+                timestamp=self.timestamp,
+            )
+        self._outcome = None
+        return True
+
+    def done(self) -> bool:
+        return self._settle()
+
+    def failed_with(self) -> BaseException | None:
+        self._settle()
+        return super().failed_with()
+
+    def result(self) -> RecordMetadata:
+        self._settle()
+        return super().result()
+
+    def add_done_callback(self, callback: Callable[[Pending[RecordMetadata]], None]) -> None:
+        outcome = self._outcome
+        if outcome is None:
+            super().add_done_callback(callback)
+        else:
+            outcome.add_done_callback(lambda _: callback(self))
+
+    def __repr__(self) -> str:
+        self._settle()
+        return super().__repr__()
+
+
+@dataclass(slots=True, eq=False)
+class _TopicInfo:
+    """A topic as the producer's accumulator holds it (Kafka's TopicInfo): a queue of batches per partition."""
+
+    sticky: StickyPartitioner
+    metadata_version: int = -1  # the metadata these lists were grown from
+    tps: list[TopicPartition] = field(default_factory=list)
+    queues: list[deque[_ProducerBatch]] = field(default_factory=list)
+    # Per partition, its last batch while records still fit in it (Kafka: all batches full when None).
+    open: list[_ProducerBatch | None] = field(default_factory=list)
+    used: set[int] = field(default_factory=set)  # partitions that have had a batch (adaptive needs them all)
+
+
+_Waiting = tuple[str, bytes | None, bytes | None, int | None, FutureRecordMetadata, int]
 
 
 class Producer(_Client):
     """``send`` returns a future (a ``Pending``) that resolves to RecordMetadata or a Kafka error."""
 
     def __init__(self, host: ClientHost, client_id: str, config: Mapping[str, object] | None = None) -> None:
-        cfg = _config(config or {}, PRODUCER_DEFAULTS, "producer")
-        acks = cfg["acks"]
-        if acks not in ("0", "1", "all", "-1"):
-            raise IllegalArgument(f"acks must be 0, 1 or all, not {acks!r}")
+        settings = producer_config(config or {})
         super().__init__(
             host,
             client_id,
-            request_timeout_ms=_int(cfg, "request.timeout.ms", 1),
-            retry_backoff_ms=_int(cfg, "retry.backoff.ms"),
+            request_timeout_ms=settings.number("request.timeout.ms"),
+            retry_backoff_ms=settings.number("retry.backoff.ms"),
         )
-        self.config = cfg
+        self.settings = settings
+        self.config = dict(settings.values)
+        acks = settings.text("acks")
         self.acks = -1 if acks in ("all", "-1") else int(acks)
-        self.batch_size = _int(cfg, "batch.size", 1)
-        self.linger_ms = _int(cfg, "linger.ms")
-        self.retries = _int(cfg, "retries")
-        self.delivery_timeout_ms = _int(cfg, "delivery.timeout.ms", 1)
-        self.max_in_flight = _int(cfg, "max.in.flight.requests.per.connection", 1)
-        self.max_block_ms = _int(cfg, "max.block.ms")
-        compression = cfg["compression.type"]
-        if compression not in ("none", "gzip"):
-            raise IllegalArgument(f"compression.type {compression!r} is not supported here (none, gzip)")
-        self.compression = Compression.GZIP if compression == "gzip" else Compression.NONE
-        if cfg["enable.idempotence"] != "false":
-            raise IllegalArgument(
-                "enable.idempotence=true is not modelled yet: the lab's producers are not idempotent"
-            )
-        self._queues: dict[TopicPartition, deque[_ProducerBatch]] = {}
-        self._waiting: list[
-            tuple[str, bytes | None, bytes | None, int | None, int, Pending[RecordMetadata], int]
-        ] = []
+        # As KafkaProducer: batch.size 0 means one record a batch.
+        self.batch_size = max(1, settings.number("batch.size"))
+        self.linger_ms = settings.number("linger.ms")
+        self.retries = settings.number("retries")
+        self.delivery_timeout_ms = settings.number("delivery.timeout.ms")
+        self.max_in_flight = settings.number("max.in.flight.requests.per.connection")
+        self.max_block_ms = settings.number("max.block.ms")
+        self.compression = Compression[settings.text("compression.type").upper()]
+        self.adaptive = settings.flag("partitioner.adaptive.partitioning.enable")
+        self.availability_timeout_ms = settings.number("partitioner.availability.timeout.ms")
+        self.ignore_keys = settings.flag("partitioner.ignore.keys")
+        self._topics: dict[str, _TopicInfo] = {}
+        self._waiting: list[_Waiting] = []
         self._in_flight: dict[BrokerId, int] = {}
-        self._sticky: dict[str, int] = {}
+        # Per leader, when it last had a batch ready and when it last took one (Kafka's NodeLatencyStats).
+        self._ready_ms: dict[BrokerId, int] = {}
+        self._drain_ms: dict[BrokerId, int] = {}
         self._wakeup: Timer | None = None
         self._flushing = False
         self.sent = 0
@@ -348,15 +449,18 @@ class Producer(_Client):
         key: bytes | str | None = None,
         partition: int | None = None,
         timestamp: int | None = None,
-    ) -> Pending[RecordMetadata]:
+    ) -> FutureRecordMetadata:
         if self.closed:
             raise IllegalState(f"producer {self.client_id} is closed")
-        future: Pending[RecordMetadata] = Pending()
-        ts = self.scheduler.now_ms if timestamp is None else timestamp
+        if key is not None and not isinstance(key, bytes):
+            key = str(key).encode()
+        if value is not None and not isinstance(value, bytes):
+            value = str(value).encode()
+        now = self.scheduler.now_ms
+        future = FutureRecordMetadata(now if timestamp is None else timestamp)
         self.sent += 1
-        item = (topic, _bytes(key), _bytes(value), partition, ts, future, self.scheduler.now_ms)
-        if not self._place(item):
-            self._waiting.append(item)
+        if not self._append(topic, key, value, partition, future):
+            self._waiting.append((topic, key, value, partition, future, now))
             self.metadata.waiters.append(self._place_waiting)
             self.metadata.need([topic])
             self.scheduler.call_later(
@@ -383,65 +487,114 @@ class Producer(_Client):
         """Records sent that have neither succeeded nor failed yet."""
         return self.sent - self.acked - self.failed - self._unacknowledged_by_design
 
-    # Placing records in batches.
+    # Placing records in batches (Kafka's RecordAccumulator.append).
 
-    def _place(
-        self, item: tuple[str, bytes | None, bytes | None, int | None, int, Pending[RecordMetadata], int]
-    ) -> bool:
-        topic, key, value, partition, ts, future, _ = item
+    def _topic(self, topic: str) -> _TopicInfo | None:
+        """The topic's queues, grown when it gained partitions; None while its metadata is unknown."""
+        info = self._topics.get(topic)
         count = self.metadata.partition_count(topic)
         if count is None:
-            if topic in self.metadata.unknown and not self.metadata.waiters:
-                pass
-            return False
+            return None
+        if info is None:
+            info = self._topics[topic] = _TopicInfo(StickyPartitioner(self.scheduler.rng, self.batch_size))
+        info.metadata_version = self.metadata.version
+        for partition in range(len(info.tps), count):
+            info.tps.append(TopicPartition(topic, partition))
+            info.queues.append(deque())
+            info.open.append(None)
+        return info
+
+    def _append(
+        self,
+        topic: str,
+        key: bytes | None,
+        value: bytes | None,
+        partition: int | None,
+        future: FutureRecordMetadata,
+    ) -> bool:
+        """Put a record in its partition's open batch (a new one when it does not fit); False without metadata."""
+        info = self._topics.get(topic)
+        if info is None or info.metadata_version != self.metadata.version:
+            info = self._topic(topic)
+            if info is None:
+                return False
+        total = len(info.tps)
+        sticky = None
         if partition is not None:
-            if not 0 <= partition < count:
+            if not 0 <= partition < total:
                 future.fail(
                     UnknownTopicOrPartition(
-                        f"{topic} has {count} partitions; there is no partition {partition}"
+                        f"{topic} has {total} partitions; there is no partition {partition}"
                     )
                 )
                 self.failed += 1
                 return True
             chosen = partition
-        elif key is not None:
-            chosen = partition_for_key(key, count)
+        elif key is not None and not self.ignore_keys:
+            chosen = partition_for_key(key, total)
         else:
-            chosen = self._sticky.get(topic, -1)
-            if chosen < 0 or chosen >= count:
-                chosen = self.scheduler.rng.randrange(count)
-                self._sticky[topic] = chosen
-        tp = TopicPartition(topic, chosen)
-        queue = self._queues.setdefault(tp, deque())
-        batch = queue[-1] if queue and queue[-1].data is None and not queue[-1].full else None
-        if batch is None or not batch.builder.append(key, value, timestamp_ms=ts):
+            sticky = info.sticky
+        while True:
+            if sticky is not None:
+                chosen = sticky.partition
+                if chosen < 0 or chosen >= total:
+                    chosen = sticky.switch(self.metadata.available(topic), total)
+                elif info.open[chosen] is None and sticky.produced_bytes >= sticky.batch_size:
+                    # Kafka's partitionChanged: a switch put off while the partition's last batch
+                    # had room happens once no batch of it takes records (it filled, or left).
+                    sticky.update(0, all_batches_full=True)
+                    continue
+            batch = info.open[chosen]
             if batch is not None:
-                batch.full = True
-                if key is None and partition is None:
-                    # Sticky partitioner: a full batch moves unkeyed records to another partition.
-                    self._sticky.pop(topic, None)
-                    return self._place(item)
-            batch = _ProducerBatch(
-                tp,
-                BatchBuilder(batch_size=self.batch_size, compression=self.compression),
-                created_ms=self.scheduler.now_ms,
-            )
-            batch.builder.append(key, value, timestamp_ms=ts)
-            queue.append(batch)
-        batch.futures.append(future)
-        batch.records.append((key, value, ts))
+                appended = batch.builder.try_append(key, value, timestamp_ms=future.timestamp)
+                if appended:
+                    break
+                self._close(info, chosen)
+                if sticky is not None:
+                    continue  # its batch is full now: maybe the moment to switch
+            batch = self._new_batch(info, chosen)
+            appended = batch.builder.try_append(key, value, timestamp_ms=future.timestamp)
+            break
+        future._join(batch, len(batch.records))
+        batch.records.append((key, value))
+        if batch.builder.size_in_bytes >= self.batch_size:
+            self._close(info, chosen)  # exactly full (or batch.size 0): nothing more fits
+        if sticky is not None:
+            sticky.update(appended, all_batches_full=info.open[chosen] is None)
         if self.acks == 0:
-            future.resolve(RecordMetadata(topic=topic, partition=chosen, offset=-1, timestamp=ts))
             self._unacknowledged_by_design += 1
-        self._kick(0 if batch.full or len(queue) > 1 else self.linger_ms)
         return True
+
+    def _new_batch(self, info: _TopicInfo, partition: int) -> _ProducerBatch:
+        queue = info.queues[partition]
+        batch = _ProducerBatch(
+            info.tps[partition],
+            BatchBuilder(batch_size=self.batch_size, compression=self.compression),
+            created_ms=self.scheduler.now_ms,
+        )
+        if self.acks == 0:
+            batch.outcome.resolve(-1)  # nobody will say where the records went
+        queue.append(batch)
+        info.open[partition] = batch
+        info.used.add(partition)
+        self._kick(0 if len(queue) > 1 else self.linger_ms)
+        return batch
+
+    def _close(self, info: _TopicInfo, partition: int) -> None:
+        """No more records go into the partition's open batch: it is ready to send."""
+        batch = info.open[partition]
+        if batch is not None:
+            batch.full = True
+            info.open[partition] = None
+            self._kick(0)
 
     def _place_waiting(self) -> None:
         waiting, self._waiting = self._waiting, []
         for item in waiting:
-            if item[5].done():
+            topic, key, value, partition, future, _ = item
+            if future.done():
                 continue
-            if not self._place(item):
+            if not self._append(topic, key, value, partition, future):
                 self._waiting.append(item)
         if self._waiting:
             self.metadata.waiters.append(self._place_waiting)
@@ -464,7 +617,7 @@ class Producer(_Client):
                 keep.append(item)
         self._waiting = keep
 
-    # Sending.
+    # Sending (Kafka's Sender: ready, then drain).
 
     def _kick(self, delay_ms: int) -> None:
         at = self.scheduler.now_ms + delay_ms
@@ -481,31 +634,43 @@ class Producer(_Client):
         by_leader: dict[BrokerId, dict[TopicPartition, _ProducerBatch]] = {}
         next_ms: int | None = None
         need_metadata: set[str] = set()
-        for tp, queue in self._queues.items():
-            if not queue:
-                continue
-            batch = queue[0]
-            self._expire_batches(tp, queue, now)
-            if not queue:
-                continue
-            batch = queue[0]
-            ready_at = max(
-                batch.retry_at_ms,
-                batch.created_ms + (0 if batch.full or len(queue) > 1 or self._flushing else self.linger_ms),
-            )
-            if ready_at > now:
-                next_ms = ready_at if next_ms is None else min(next_ms, ready_at)
-                continue
-            leader = self.metadata.leader(tp)
-            if leader is None:
-                need_metadata.add(tp.topic)
-                continue
-            if (
-                self._in_flight.get(leader, 0) + len(by_leader.get(leader, ())) >= self.max_in_flight
-                and leader not in by_leader
-            ):
-                continue
-            by_leader.setdefault(leader, {})[tp] = batch
+        for topic, info in self._topics.items():
+            sizes: list[int] = []  # queue lengths of the partitions a record without a key may go to
+            available: list[int] = []
+            for partition, queue in enumerate(info.queues):
+                tp = info.tps[partition]
+                leader = self.metadata.leader(tp)
+                if leader is not None:
+                    available.append(partition)
+                    sizes.append(len(queue))
+                self._expire_batches(info, partition, now)
+                if not queue:
+                    continue
+                if leader is None:
+                    need_metadata.add(topic)
+                    continue
+                if self.availability_timeout_ms and (
+                    self._ready_ms.get(leader, now) - self._drain_ms.get(leader, now)
+                    > self.availability_timeout_ms
+                ):
+                    available.pop()  # its leader has not taken a batch for too long
+                    sizes.pop()
+                batch = queue[0]
+                ready_at = max(
+                    batch.retry_at_ms,
+                    batch.created_ms
+                    + (0 if batch.sealed or len(queue) > 1 or self._flushing else self.linger_ms),
+                )
+                if ready_at > now:
+                    next_ms = ready_at if next_ms is None else min(next_ms, ready_at)
+                    continue
+                self._ready_ms[leader] = now
+                if leader not in by_leader and self._in_flight.get(leader, 0) >= self.max_in_flight:
+                    continue  # it cannot take more now: only its ready time moves on
+                self._drain_ms[leader] = now
+                by_leader.setdefault(leader, {})[tp] = batch
+            if self.adaptive and len(info.used) == len(info.tps):
+                info.sticky.stats = load_stats(sizes, available, len(info.tps))
         for leader, batches in by_leader.items():
             self._send_request(leader, batches)
         if need_metadata:
@@ -514,9 +679,13 @@ class Producer(_Client):
         if next_ms is not None:
             self._kick(next_ms - now)
 
-    def _expire_batches(self, tp: TopicPartition, queue: deque[_ProducerBatch], now: int) -> None:
+    def _expire_batches(self, info: _TopicInfo, partition: int, now: int) -> None:
+        queue = info.queues[partition]
+        tp = info.tps[partition]
         while queue and now - queue[0].created_ms >= self.delivery_timeout_ms:
             batch = queue.popleft()
+            if info.open[partition] is batch:
+                info.open[partition] = None
             self._fail(
                 batch,
                 KafkaTimeout(
@@ -526,17 +695,20 @@ class Producer(_Client):
             )
 
     def _send_request(self, leader: BrokerId, batches: dict[TopicPartition, _ProducerBatch]) -> None:
+        partitions: dict[TopicPartition, bytes] = {}
         for tp, batch in batches.items():
-            self._queues[tp].popleft()
+            info = self._topics[tp.topic]
+            info.queues[tp.partition].popleft()
+            if info.open[tp.partition] is batch:
+                info.open[tp.partition] = None  # sent before it filled (linger.ms passed, or a flush)
             if batch.data is None:
                 batch.data = batch.builder.build()
-                if self._sticky.get(tp.topic) == tp.partition:
-                    self._sticky.pop(tp.topic, None)  # sticky: the next batch may go elsewhere
             batch.attempts += 1
+            partitions[tp] = batch.data
         request = ProduceRequest(
             acks=self.acks,
             timeout_ms=self.request_timeout_ms,
-            partitions={tp: b.data for tp, b in batches.items() if b.data is not None},
+            partitions=partitions,
             records=sum(b.record_count for b in batches.values()),
         )
         if self.acks == 0:
@@ -582,31 +754,21 @@ class Producer(_Client):
         self._kick(0)
 
     def _complete(self, batch: _ProducerBatch, base_offset: int) -> None:
-        tp = batch.tp
-        now = self.scheduler.now_ms
-        for i, (future, (key, value, ts)) in enumerate(zip(batch.futures, batch.records, strict=True)):
-            offset = base_offset + i
-            if not future.done():
-                future.resolve(
-                    RecordMetadata(topic=tp.topic, partition=tp.partition, offset=offset, timestamp=ts)
-                )
-            self.host.ledger.record(
-                AckedRecord(
-                    producer=self.client_id,
-                    tp=tp,
-                    offset=offset,
-                    key=key,
-                    value=value,
-                    acks=self.acks,
-                    time_ms=now,
-                )
-            )
+        self.host.ledger.record_batch(
+            self.client_id,
+            batch.tp,
+            base_offset,
+            batch.records,
+            acks=self.acks,
+            time_ms=self.scheduler.now_ms,
+        )
         self.acked += batch.record_count
+        batch.outcome.resolve(base_offset)  # every record's future at once; their callbacks run now
 
     def _retry(self, batch: _ProducerBatch, error: KafkaError) -> None:
         self.retried += batch.record_count
         batch.retry_at_ms = self.scheduler.now_ms + self.retry_backoff_ms
-        self._queues.setdefault(batch.tp, deque()).appendleft(batch)
+        self._topics[batch.tp.topic].queues[batch.tp.partition].appendleft(batch)
         if batch.attempts == 1:
             self.host.journal.record(
                 "produce_retry",
@@ -625,9 +787,7 @@ class Producer(_Client):
             self.metadata.need([batch.tp.topic])
 
     def _fail(self, batch: _ProducerBatch, error: KafkaError) -> None:
-        for future in batch.futures:
-            if not future.done():
-                future.fail(error)
+        batch.outcome.fail(error)
         if self.acks != 0:
             self.failed += batch.record_count
         self.host.journal.record(
@@ -640,44 +800,23 @@ class Producer(_Client):
 
 # ---------------------------------------------------------------------------- consumer
 
-CONSUMER_DEFAULTS: Mapping[str, str] = {
-    "group.id": "",
-    "auto.offset.reset": "latest",
-    "enable.auto.commit": "true",
-    "auto.commit.interval.ms": "5000",
-    "fetch.max.wait.ms": "500",
-    "fetch.min.bytes": "1",
-    "max.partition.fetch.bytes": "1048576",
-    "max.poll.records": "500",
-    "request.timeout.ms": "30000",
-    "retry.backoff.ms": "100",
-    "session.timeout.ms": "45000",
-    "heartbeat.interval.ms": "3000",
-    "max.poll.interval.ms": "300000",
-    "partition.assignment.strategy": "range,cooperative-sticky",
-    "group.instance.id": "",
-}
-
 
 class Consumer(_Client):
     """Reads below the HW; owns its position; can rewind. Group membership lives in ``groups.py``."""
 
     def __init__(self, host: ClientHost, client_id: str, config: Mapping[str, object] | None = None) -> None:
-        cfg = _config(config or {}, CONSUMER_DEFAULTS, "consumer")
-        if cfg["auto.offset.reset"] not in ("earliest", "latest", "none"):
-            raise IllegalArgument(
-                f"auto.offset.reset must be earliest, latest or none, not {cfg['auto.offset.reset']!r}"
-            )
+        settings = consumer_config(config or {})
         super().__init__(
             host,
             client_id,
-            request_timeout_ms=_int(cfg, "request.timeout.ms", 1),
-            retry_backoff_ms=_int(cfg, "retry.backoff.ms"),
+            request_timeout_ms=settings.number("request.timeout.ms"),
+            retry_backoff_ms=settings.number("retry.backoff.ms"),
         )
-        self.config = cfg
-        self.max_wait_ms = _int(cfg, "fetch.max.wait.ms")
-        self.max_partition_bytes = _int(cfg, "max.partition.fetch.bytes", 1)
-        self.max_poll_records = _int(cfg, "max.poll.records", 1)
+        self.settings = settings
+        self.config = dict(settings.values)
+        self.max_wait_ms = settings.number("fetch.max.wait.ms")
+        self.max_partition_bytes = settings.number("max.partition.fetch.bytes")
+        self.max_poll_records = settings.number("max.poll.records")
         self._assigned: list[TopicPartition] = []
         self._positions: dict[TopicPartition, int] = {}
         self._resetting: set[TopicPartition] = set()

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
-from lab.engine.errors import InvalidConfig
+from lab.engine.errors import ConfigException, InvalidConfig
 
 Scope = Literal["broker", "topic", "producer", "consumer"]
 Kind = Literal["int", "long", "bool", "double", "str", "list"]
+Value = int | float | bool | str | tuple[str, ...]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -437,8 +438,246 @@ _key(
     broker_name="unclean.leader.election.enable",
 )
 
+# Producer configs (Kafka's ProducerConfig), the ones the lab's producers honour.
+_key(
+    "acks",
+    "producer",
+    "str",
+    "all",
+    "How many replicas must have a record before the leader answers: 0 (nobody answers), 1 (the leader), "
+    "all (every ISR member, at least min.insync.replicas).",
+    choices=("all", "-1", "0", "1"),
+)
+_key(
+    "batch.size",
+    "producer",
+    "int",
+    "16384",
+    "The most bytes of records one batch to one partition holds; records without a key stick to a "
+    "partition until this many bytes went to it (KIP-794).",
+    minimum=0,
+)
+_key(
+    "linger.ms",
+    "producer",
+    "long",
+    "0",
+    "How long a batch that is not full waits for more records before it is sent (0: send at once).",
+    minimum=0,
+)
+_key(
+    "retries",
+    "producer",
+    "int",
+    "2147483647",
+    "How many times a batch that failed with a retriable error is sent again (within delivery.timeout.ms).",
+    minimum=0,
+)
+_key(
+    "retry.backoff.ms",
+    "producer",
+    "long",
+    "100",
+    "How long the producer waits before retrying a failed batch or asking for metadata again.",
+    minimum=0,
+)
+_key(
+    "delivery.timeout.ms",
+    "producer",
+    "int",
+    "120000",
+    "The longest a record may wait for its answer, retries included, from send(); at least linger.ms + "
+    "request.timeout.ms.",
+    minimum=1,
+)
+_key(
+    "request.timeout.ms",
+    "producer",
+    "int",
+    "30000",
+    "How long the producer waits for a broker's answer to one request before it gives up on it (and retries).",
+    minimum=1,
+)
+_key(
+    "max.in.flight.requests.per.connection",
+    "producer",
+    "int",
+    "5",
+    "How many produce requests may wait for an answer per broker; above 1 a retry can reorder records.",
+    minimum=1,
+)
+_key(
+    "max.block.ms",
+    "producer",
+    "long",
+    "60000",
+    "How long send() may wait for a topic's metadata before the record fails with a timeout.",
+    minimum=0,
+)
+_key(
+    "compression.type",
+    "producer",
+    "str",
+    "none",
+    "How batches are compressed: none, gzip, snappy, lz4 or zstd, as Kafka's clients write them.",
+    choices=("none", "gzip", "snappy", "lz4", "zstd"),
+)
+_key(
+    "enable.idempotence",
+    "producer",
+    "bool",
+    "true",
+    "Idempotence (Kafka's default since 3.0) stops retries writing a record twice; the lab does not model it "
+    "yet, so its producers are not idempotent and true is refused.",
+    lab_default="false",
+)
+_key(
+    "partitioner.adaptive.partitioning.enable",
+    "producer",
+    "bool",
+    "true",
+    "Records without a key go more often to partitions whose leaders drain their batches faster (shorter queues).",
+)
+_key(
+    "partitioner.availability.timeout.ms",
+    "producer",
+    "long",
+    "0",
+    "A partition whose leader has not taken a ready batch for this long gets no new records without a key "
+    "(0: never excluded; needs adaptive partitioning).",
+    minimum=0,
+)
+_key(
+    "partitioner.ignore.keys",
+    "producer",
+    "bool",
+    "false",
+    "true: records with a key are spread like records without one, not placed by the hash of the key.",
+)
+
+# Consumer configs (Kafka's ConsumerConfig), the ones the lab's consumers honour.
+_key(
+    "group.id",
+    "consumer",
+    "str",
+    "",
+    "The consumer group this consumer joins (none: a consumer assigned its partitions by hand).",
+)
+_key(
+    "group.instance.id",
+    "consumer",
+    "str",
+    "",
+    "A static member's id: it keeps its partitions across a restart within session.timeout.ms, with no "
+    "rebalance (KIP-345; none: a dynamic member).",
+)
+_key(
+    "auto.offset.reset",
+    "consumer",
+    "str",
+    "latest",
+    "Where to start without a committed offset, or when the position is out of range: earliest, latest, or "
+    "none (an error).",
+    choices=("earliest", "latest", "none"),
+)
+_key(
+    "enable.auto.commit",
+    "consumer",
+    "bool",
+    "true",
+    "A group member commits the positions poll() returned every auto.commit.interval.ms.",
+)
+_key(
+    "auto.commit.interval.ms",
+    "consumer",
+    "int",
+    "5000",
+    "How often a group member commits its positions when enable.auto.commit is true.",
+    minimum=1,
+)
+_key(
+    "fetch.max.wait.ms",
+    "consumer",
+    "int",
+    "500",
+    "How long a fetch waits at the leader for records below the high watermark before an empty answer.",
+    minimum=0,
+)
+_key(
+    "max.partition.fetch.bytes",
+    "consumer",
+    "int",
+    "1048576",
+    "The most bytes a fetch asks for per partition (a first batch larger than this still comes whole).",
+    minimum=1,
+)
+_key(
+    "max.poll.records",
+    "consumer",
+    "int",
+    "500",
+    "The most records one poll() returns.",
+    minimum=1,
+)
+_key(
+    "request.timeout.ms",
+    "consumer",
+    "int",
+    "30000",
+    "How long the consumer waits for a broker's answer to one request before it gives up on it.",
+    minimum=1,
+)
+_key(
+    "retry.backoff.ms",
+    "consumer",
+    "long",
+    "100",
+    "How long the consumer waits before asking again after a failed request.",
+    minimum=0,
+)
+_key(
+    "session.timeout.ms",
+    "consumer",
+    "int",
+    "45000",
+    "A member that sends no heartbeat for this long is removed from its group, which rebalances.",
+    minimum=1,
+)
+_key(
+    "heartbeat.interval.ms",
+    "consumer",
+    "int",
+    "3000",
+    "How often a group member tells its coordinator it is alive; lower than session.timeout.ms.",
+    minimum=1,
+)
+_key(
+    "max.poll.interval.ms",
+    "consumer",
+    "int",
+    "300000",
+    "A member that does not call poll() for this long leaves its group (its processing is too slow).",
+    minimum=1,
+)
+_key(
+    "partition.assignment.strategy",
+    "consumer",
+    "list",
+    "range,cooperative-sticky",
+    "The assignors a member offers, preferred first: range, roundrobin, sticky, cooperative-sticky.",
+    choices=("range", "roundrobin", "sticky", "cooperative-sticky"),
+)
+
 BROKER_KEYS: Mapping[str, ConfigKey] = {k.name: k for k in _KEYS if k.scope == "broker"}
 TOPIC_KEYS: Mapping[str, ConfigKey] = {k.name: k for k in _KEYS if k.scope == "topic"}
+PRODUCER_KEYS: Mapping[str, ConfigKey] = {k.name: k for k in _KEYS if k.scope == "producer"}
+CONSUMER_KEYS: Mapping[str, ConfigKey] = {k.name: k for k in _KEYS if k.scope == "consumer"}
+KEYS: Mapping[Scope, Mapping[str, ConfigKey]] = {
+    "broker": BROKER_KEYS,
+    "topic": TOPIC_KEYS,
+    "producer": PRODUCER_KEYS,
+    "consumer": CONSUMER_KEYS,
+}
 
 
 def _validate(keys: Mapping[str, ConfigKey], what: str, config: Mapping[str, object]) -> dict[str, str]:
@@ -467,11 +706,20 @@ def validate_broker_config(config: Mapping[str, object]) -> dict[str, str]:
     return _validate(BROKER_KEYS, "broker", config)
 
 
+def _parse_all(keys: Mapping[str, ConfigKey], values: Mapping[str, str]) -> dict[str, Value]:
+    return {name: keys[name].parse(raw) for name, raw in values.items() if name in keys}
+
+
 @dataclass(frozen=True, slots=True)
 class BrokerConfig:
     """A broker's effective configuration: the lab's defaults under the given overrides."""
 
     values: Mapping[str, str]
+    # Parsed once: brokers read their configs on every fetch and produce.
+    _parsed: Mapping[str, Value] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_parsed", _parse_all(BROKER_KEYS, self.values))
 
     @classmethod
     def of(cls, overrides: Mapping[str, object] | None = None) -> BrokerConfig:
@@ -479,8 +727,8 @@ class BrokerConfig:
         merged.update(validate_broker_config(overrides or {}))
         return cls(merged)
 
-    def _get(self, name: str) -> int | float | bool | str | tuple[str, ...]:
-        return BROKER_KEYS[name].parse(self.values[name])
+    def _get(self, name: str) -> Value:
+        return self._parsed[name]
 
     def int(self, name: str) -> int:
         value = self._get(name)
@@ -500,6 +748,121 @@ class BrokerConfig:
         return key.default
 
 
+@dataclass(frozen=True, slots=True)
+class ClientConfig:
+    """A producer's or consumer's effective configuration: the lab's defaults under what was given.
+
+    ``given`` names the keys set explicitly (Kafka's ``originals()``): some of Kafka's checks apply
+    only to a value a person chose, not to a default.
+    """
+
+    scope: Scope
+    values: Mapping[str, str]
+    given: frozenset[str]
+    _parsed: Mapping[str, Value] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_parsed", _parse_all(KEYS[self.scope], self.values))
+
+    def _get(self, name: str) -> Value:
+        return self._parsed[name]
+
+    def number(self, name: str) -> int:
+        value = self._get(name)
+        assert isinstance(value, int)
+        return value
+
+    def flag(self, name: str) -> bool:
+        value = self._get(name)
+        assert isinstance(value, bool)
+        return value
+
+    def text(self, name: str) -> str:
+        value = self._get(name)
+        assert isinstance(value, str)
+        return value
+
+    def names(self, name: str) -> tuple[str, ...]:
+        value = self._get(name)
+        assert isinstance(value, tuple)
+        return value
+
+
+def _client_config(scope: Scope, given: Mapping[str, object]) -> ClientConfig:
+    keys = KEYS[scope]
+    clean: dict[str, str] = {}
+    for name, raw in given.items():
+        key = keys.get(name)
+        if key is None:
+            # Kafka's clients only log "supplied but isn't a known config"; the lab says so at once.
+            raise ConfigException(
+                f"Unknown {scope} config name: {name} (the lab's {scope}s honour {', '.join(keys)})"
+            )
+        try:
+            value = key.parse(raw)
+        except InvalidConfig as error:
+            raise ConfigException(error.message) from None
+        clean[name] = ",".join(value) if isinstance(value, tuple) else _text(value)
+    values = {key.name: key.default for key in keys.values()}
+    values.update(clean)
+    return ClientConfig(scope, values, frozenset(clean))
+
+
+def producer_config(given: Mapping[str, object]) -> ClientConfig:
+    """Kafka's ProducerConfig: every value parsed, then the checks Kafka makes when a producer is made.
+
+    ConfigException (INVALID_CONFIG) with Kafka's message when a check fails; the lab's own refusal
+    for enable.idempotence=true, which it does not model.
+    """
+    config = _client_config("producer", given)
+    if config.flag("enable.idempotence"):
+        # ProducerConfig.postProcessAndValidateIdempotenceConfigs: the lab's default is false, so
+        # idempotence here is always asked for explicitly, and Kafka refuses what contradicts it.
+        if config.number("retries") == 0:
+            raise ConfigException("Must set retries to non-zero when using the idempotent producer.")
+        if config.text("acks") not in ("all", "-1"):
+            raise ConfigException(
+                "Must set acks to all in order to use the idempotent producer. "
+                "Otherwise we cannot guarantee idempotence."
+            )
+        if config.number("max.in.flight.requests.per.connection") > 5:
+            raise ConfigException(
+                "Must set max.in.flight.requests.per.connection to at most 5 to use the idempotent producer."
+            )
+        raise ConfigException(
+            "enable.idempotence=true is not modelled by the lab yet: its producers are not idempotent, so a "
+            "retry can write a record twice. Set enable.idempotence=false (Kafka's default is true since 3.0)."
+        )
+    # KafkaProducer.configureDeliveryTimeout: refused when chosen, raised to the sum when defaulted.
+    linger_and_request = min(config.number("linger.ms") + config.number("request.timeout.ms"), 2**31 - 1)
+    if config.number("delivery.timeout.ms") < linger_and_request:
+        if "delivery.timeout.ms" in config.given:
+            raise ConfigException(
+                "delivery.timeout.ms should be equal to or larger than linger.ms + request.timeout.ms"
+            )
+        config = ClientConfig(
+            "producer",
+            {**config.values, "delivery.timeout.ms": str(linger_and_request)},
+            config.given,
+        )
+    return config
+
+
+def consumer_config(given: Mapping[str, object]) -> ClientConfig:
+    """Kafka's ConsumerConfig: every value parsed, then the checks Kafka makes when a consumer is made."""
+    config = _client_config("consumer", given)
+    if (
+        not config.text("group.id")
+        and "enable.auto.commit" in config.given
+        and config.flag("enable.auto.commit")
+    ):
+        # ConsumerConfig.maybeOverrideEnableAutoCommit (InvalidConfigurationException).
+        raise ConfigException(
+            "enable.auto.commit cannot be set to true when default group id (null) is used."
+        )
+    return config
+
+
 def effective_topic_config(overrides: Mapping[str, str], broker: BrokerConfig) -> dict[str, str]:
     """Every topic key's value: the topic's override, else the broker's value, else the default."""
     return {name: overrides.get(name, broker.topic_default(name)) for name in TOPIC_KEYS}
@@ -511,3 +874,33 @@ def describe(keys: Mapping[str, ConfigKey]) -> list[dict[str, str]]:
         {"name": k.name, "lab": k.default, "kafka": k.kafka_default, "doc": k.doc, "scope": k.scope}
         for k in keys.values()
     ]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m lab.engine.config [SCOPE ...]``: every config the engine honours, the lab's default beside Kafka's."""
+    import sys
+
+    scopes = argv if argv is not None else sys.argv[1:]
+    unknown = [s for s in scopes if s not in KEYS]
+    if unknown:
+        print(f"unknown scope {unknown[0]!r}; the scopes are {', '.join(KEYS)}", file=sys.stderr)
+        return 2
+    for scope, keys in KEYS.items():
+        if scopes and scope not in scopes:
+            continue
+        rows = [(r["name"], r["lab"] or "(none)", r["kafka"] or "(none)", r["doc"]) for r in describe(keys)]
+        widths = [max(len(row[i]) for row in [("name", "lab", "Kafka", ""), *rows]) for i in range(3)]
+        print(f"{scope} configs ({len(rows)})")
+        for row in [("name", "lab", "Kafka", "what it does"), *rows]:
+            print(
+                "  "
+                + "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False))
+                + "  "
+                + row[3]
+            )
+        print()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -115,6 +115,10 @@ class InvalidConfig(KafkaError):
     name = "INVALID_CONFIG"
 
 
+class ConfigException(InvalidConfig):
+    """Client side: Kafka's ConfigException, a producer or consumer config refused when the client is made."""
+
+
 class InvalidRequest(KafkaError):
     name = "INVALID_REQUEST"
 

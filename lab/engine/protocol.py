@@ -222,13 +222,22 @@ class ControlledShutdownResponse:
     remaining: tuple[TopicPartition, ...] = ()
 
 
-# Short labels for the pictures of messages in flight.
+# Short labels for the pictures of messages in flight, worked out once per type (the network
+# labels every message it sends).
+_KINDS: dict[type, str] = {}
+
+
 def kind_of(message: object) -> str:
-    name = type(message).__name__
-    for suffix in ("Request", "Response"):
-        if name.endswith(suffix):
-            return name[: -len(suffix)]
-    return name
+    cls = type(message)
+    kind = _KINDS.get(cls)
+    if kind is None:
+        kind = cls.__name__
+        for suffix in ("Request", "Response"):
+            if kind.endswith(suffix):
+                kind = kind[: -len(suffix)]
+                break
+        _KINDS[cls] = kind
+    return kind
 
 
 # Consumer groups (the classic protocol). Member metadata and assignments are

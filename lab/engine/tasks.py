@@ -26,7 +26,8 @@ class Pending(Generic[T]):
     def __init__(self) -> None:
         self._value: Any = _UNSET
         self._error: BaseException | None = None
-        self._callbacks: list[Callable[[Pending[T]], None]] = []
+        # Made on the first callback: a producer makes a Pending per record, and most get none.
+        self._callbacks: list[Callable[[Pending[T]], None]] | None = None
 
     @classmethod
     def resolved(cls, value: T) -> Pending[T]:
@@ -74,12 +75,14 @@ class Pending(Generic[T]):
     def add_done_callback(self, callback: Callable[[Pending[T]], None]) -> None:
         if self.done():
             callback(self)
+        elif self._callbacks is None:
+            self._callbacks = [callback]
         else:
             self._callbacks.append(callback)
 
     def _fire(self) -> None:
-        callbacks, self._callbacks = self._callbacks, []
-        for callback in callbacks:
+        callbacks, self._callbacks = self._callbacks, None
+        for callback in callbacks or ():
             callback(self)
 
     def __await__(self) -> Generator[Pending[T], None, T]:

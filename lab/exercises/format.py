@@ -23,6 +23,10 @@ An exercise file (YAML, in fixtures/exercises/)::
         all: [{hw_below_leo: orders-0}, {all_brokers_running: true}]
 
 A check passes when every condition in ``all`` holds at one instant; the lab remembers it.
+
+The file is read with the scenarios' bounded loader (``lab.scenarios.yamlsafe``), whether it comes
+from fixtures/exercises or from the Django admin, and its setup and solution are scenario steps with
+the scenarios' bounds; an error names the line of the exercise file.
 """
 
 from __future__ import annotations
@@ -34,8 +38,9 @@ from typing import Any
 
 import yaml
 
-from lab.scenarios.format import Scenario, ScenarioError
-from lab.scenarios.format import parse as parse_scenario
+from lab.scenarios import yamlsafe
+from lab.scenarios.format import ClusterSpec, Scenario, ScenarioError, from_yaml, steps_of
+from lab.scenarios.yamlsafe import excerpt, line_of
 
 # What a condition may test, and the shape of its argument.
 CONDITIONS: dict[str, str] = {
@@ -100,56 +105,91 @@ class Exercise:
 
 def load(path: str | Path) -> Exercise:
     file = Path(path)
-    return parse(file.read_text(encoding="utf-8"), source=str(file), slug=file.stem)
+    try:
+        text = yamlsafe.read(file)
+    except yamlsafe.YamlError as error:
+        raise ExerciseError(_where(str(file), error.line, error.message)) from None
+    return parse(text, source=str(file), slug=file.stem)
+
+
+def _where(source: str, line: int | None, message: str) -> str:
+    return f"{source} line {line}: {message}" if line is not None else f"{source}: {message}"
+
+
+def _node(root: yaml.Node, key: str) -> yaml.Node | None:
+    """The node of a top-level key's value, for its line."""
+    if not isinstance(root, yaml.MappingNode):
+        return None
+    return next((value for k, value in root.value if k.value == key), None)
 
 
 def parse(text: str, *, source: str = "<exercise>", slug: str = "exercise") -> Exercise:
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ExerciseError(f"{source}: not valid YAML: {exc}") from None
-    if not isinstance(data, dict):
+        document = yamlsafe.load(text)
+    except yamlsafe.YamlError as error:
+        raise ExerciseError(_where(source, error.line, error.message)) from None
+    data, root = document.data, document.node
+    if not isinstance(data, dict) or root is None:
         raise ExerciseError(f"{source}: an exercise is a mapping")
     for key in ("title", "instructions", "setup", "checks"):
         if key not in data:
             raise ExerciseError(f"{source}: missing {key!r}")
+
+    def line(key: str) -> int | None:
+        node = _node(root, key)
+        return line_of(node) if node is not None else None
+
+    title = data["title"]
+    if not isinstance(title, str) or not title.strip():
+        raise ExerciseError(_where(source, line("title"), "'title' is text"))
     setup = data["setup"]
-    if not isinstance(setup, dict):
-        raise ExerciseError(f"{source}: 'setup' is a scenario: cluster and steps")
+    setup_node = _node(root, "setup")
+    if not isinstance(setup, dict) or setup_node is None:
+        raise ExerciseError(_where(source, line("setup"), "'setup' is a scenario: cluster and steps"))
     try:
-        scenario = parse_scenario(
-            yaml.safe_dump({"name": data["title"], **setup}, sort_keys=False),
-            source=f"{source} (setup)",
-            slug=slug,
-        )
+        scenario = from_yaml(setup_node, setup, source=source, slug=slug, name=title)
     except ScenarioError as exc:
         raise ExerciseError(str(exc)) from None
-    questions = tuple(_question(q, source, i) for i, q in enumerate(data.get("questions", []) or []))
-    checks = tuple(_check(c, source, i) for i, c in enumerate(data["checks"]))
+    for key, kind in (("covers", "a list of subjects"), ("questions", "a list"), ("checks", "a list")):
+        if not isinstance(data.get(key) or [], list):
+            raise ExerciseError(_where(source, line(key), f"{key!r} is {kind}, not {excerpt(data[key])}"))
+    order = data.get("order", 100)
+    if isinstance(order, bool) or not isinstance(order, int) or abs(order) > 1_000_000:
+        raise ExerciseError(_where(source, line("order"), f"'order' is a whole number, not {excerpt(order)}"))
+    questions = tuple(_question(q, source, i) for i, q in enumerate(data.get("questions") or []))
+    checks = tuple(_check(c, source, i) for i, c in enumerate(data["checks"] or []))
     solution = None
     if data.get("solution"):
         try:
-            solution = parse_scenario(
-                yaml.safe_dump(
-                    {"name": f"{data['title']} (solution)", "steps": data["solution"]}, sort_keys=False
-                ),
-                source=f"{source} (solution)",
-                slug=f"{slug}-solution",
+            steps = steps_of(
+                _node(root, "solution"),
+                data["solution"],
+                source=source,
+                line=line("solution"),
+                what="'solution'",
             )
         except ScenarioError as exc:
             raise ExerciseError(str(exc)) from None
+        solution = Scenario(
+            name=f"{title} (solution)",
+            description="",
+            cluster=ClusterSpec(),
+            steps=steps,
+            source=source,
+            slug=f"{slug}-solution",
+        )
     if not checks:
         raise ExerciseError(f"{source}: an exercise needs at least one check")
     return Exercise(
         slug=str(data.get("slug", slug)),
-        title=str(data["title"]),
+        title=title.strip(),
         summary=str(data.get("summary", "")),
-        covers=tuple(str(c) for c in data.get("covers", [])),
+        covers=tuple(str(c) for c in data.get("covers") or []),
         instructions=str(data["instructions"]),
         setup=scenario,
         questions=questions,
         checks=checks,
-        order=int(data.get("order", 100)),
+        order=order,
         solution=solution,
     )
 
@@ -185,7 +225,7 @@ def _check(raw: Any, source: str, index: int) -> CheckSpec:
         (name,) = condition
         if name not in CONDITIONS:
             raise ExerciseError(
-                f"{where}: unknown condition {name!r} (known: {', '.join(sorted(CONDITIONS))})"
+                f"{where}: unknown condition {excerpt(name)} (known: {', '.join(sorted(CONDITIONS))})"
             )
     return CheckSpec(description=str(raw["description"]), conditions=tuple(conditions))
 

@@ -13,11 +13,18 @@ A scenario is cluster settings, then steps, each a one-key mapping::
       - expect: {partition: orders-0, leader: 2, isr: [2, 3], leader_epoch: 1}
 
 Every step kind has a schema below; a bad file gets ``ScenarioError`` with the file, the line and
-what is wrong, before anything runs.
+what is wrong, before anything runs. The file is read with the bounded loader (``yamlsafe``), and
+every step is bounded too, so a scenario cannot run away with the machine, wherever it plays (the
+command line, the API, a lab's player, an exercise's setup): a duration is at most an hour of virtual
+time, a produce step sends at most ``MAX_PRODUCE`` records and the scenario ``MAX_RECORDS`` in all,
+a topic has at most ``MAX_PARTITIONS`` partitions, a simulated producer writes at most ``MAX_RATE``
+records a second, a scenario has at most ``MAX_STEPS`` steps.
 """
 
 from __future__ import annotations
 
+import math
+import string
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,9 +32,26 @@ from typing import Any
 
 import yaml
 
+from lab.engine.config import producer_config
+from lab.engine.errors import ConfigException
+from lab.scenarios import yamlsafe
+from lab.scenarios.yamlsafe import clip, excerpt, line_of
+
+MAX_STEPS = 1_000
+MAX_MS = 3_600_000  # any duration a step names: one hour of virtual time
+MAX_PRODUCE = 10_000  # records one produce step sends (the live lab's produce form sends 1000)
+MAX_RECORDS = 100_000  # records a scenario's produce steps send in all, and any count it waits for
+MAX_PARTITIONS = 32  # as the API
+MAX_RATE = 1_000.0  # a simulated producer's records a second, as the live controls
+MAX_KEYS = 10_000
+MAX_INT = 2**63 - 1  # Kafka's offsets and timestamps are 64-bit
+MAX_MESSAGE = 500
+
 
 class ScenarioError(ValueError):
     def __init__(self, source: str, line: int | None, message: str) -> None:
+        if len(message) > MAX_MESSAGE:
+            message = message[: MAX_MESSAGE - 3] + "..."
         self.source = source
         self.line = line
         self.message = message
@@ -72,7 +96,9 @@ class _Bad(Exception):
 
 def _int(value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise _Bad(f"an integer, not {value!r}")
+        raise _Bad(f"an integer, not {excerpt(value)}")
+    if not -MAX_INT <= value <= MAX_INT:
+        raise _Bad(f"a 64-bit integer (at most {MAX_INT} either way), not {excerpt(value)}")
     return value
 
 
@@ -90,27 +116,65 @@ def _positive(value: Any) -> int:
     return number
 
 
-def _number(value: Any) -> float:
+def _at_most(check: Callable[[Any], int], high: int, unit: str = "") -> Callable[[Any], int]:
+    def bounded(value: Any) -> int:
+        number = check(value)
+        if number > high:
+            raise _Bad(f"at most {high}{unit}, not {number}")
+        return number
+
+    return bounded
+
+
+_ms = _at_most(_nonneg, MAX_MS, " ms (one hour of virtual time)")
+_timeout_ms = _at_most(_positive, MAX_MS, " ms (one hour of virtual time)")
+_produce_count = _at_most(_positive, MAX_PRODUCE, " records")
+_record_count = _at_most(_nonneg, MAX_RECORDS, " records")
+_partition_count = _at_most(_positive, MAX_PARTITIONS, " (partitions a topic may have in the lab)")
+
+
+def _rate(value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise _Bad(f"a number, not {value!r}")
-    return float(value)
+        raise _Bad(f"a number, not {excerpt(value)}")
+    rate = float(value)
+    if math.isnan(rate) or rate <= 0:
+        raise _Bad(f"more than 0 records/s, not {excerpt(value)}")
+    if rate > MAX_RATE:
+        raise _Bad(f"at most {MAX_RATE:g} records/s, not {excerpt(value)}")
+    return rate
 
 
 def _str(value: Any) -> str:
     if not isinstance(value, str) or not value:
-        raise _Bad(f"a non-empty string, not {value!r}")
+        raise _Bad(f"a non-empty string, not {excerpt(value)}")
     return value
+
+
+def _template(value: Any) -> str:
+    """A record's key or value: text, where {i} is the record's number and {producer} the producer's name."""
+    text = _str(value)
+    try:
+        fields = [(name, spec, conversion) for _, name, spec, conversion in string.Formatter().parse(text)]
+    except ValueError as error:
+        raise _Bad(f"text with {{i}} and {{producer}} in braces ({error})") from None
+    for name, spec, conversion in fields:
+        if name is not None and (name not in ("i", "producer") or spec or conversion):
+            raise _Bad(
+                f"text that may only use {{i}} and {{producer}} (write {{{{ and }}}} for a brace), "
+                f"not {excerpt(text)}"
+            )
+    return text
 
 
 def _bool(value: Any) -> bool:
     if not isinstance(value, bool):
-        raise _Bad(f"true or false, not {value!r}")
+        raise _Bad(f"true or false, not {excerpt(value)}")
     return value
 
 
 def _ints(value: Any) -> list[int]:
     if not isinstance(value, list):
-        raise _Bad(f"a list of integers, not {value!r}")
+        raise _Bad(f"a list of integers, not {excerpt(value)}")
     return [_int(v) for v in value]
 
 
@@ -118,13 +182,13 @@ def _strs(value: Any) -> list[str]:
     if isinstance(value, str):
         return [value]
     if not isinstance(value, list) or not value:
-        raise _Bad(f"a list of names, not {value!r}")
+        raise _Bad(f"a list of names, not {excerpt(value)}")
     return [_str(v) for v in value]
 
 
 def _config(value: Any) -> dict[str, str]:
     if not isinstance(value, dict):
-        raise _Bad(f"a mapping of config keys to values, not {value!r}")
+        raise _Bad(f"a mapping of config keys to values, not {excerpt(value)}")
     out: dict[str, str] = {}
     for key, raw in value.items():
         if isinstance(raw, bool):
@@ -132,7 +196,22 @@ def _config(value: Any) -> dict[str, str]:
         elif isinstance(raw, int | float | str):
             out[str(key)] = str(raw)
         else:
-            raise _Bad(f"a plain value for config {key!r}, not {raw!r}")
+            raise _Bad(f"a plain value for config {excerpt(key)}, not {excerpt(raw)}")
+    return out
+
+
+def _assignment(value: Any) -> dict[int, list[int]]:
+    """Replicas by partition, as Kafka's --replica-assignment: {0: [1, 2], 1: [2, 3]}."""
+    if not isinstance(value, dict) or not value:
+        raise _Bad(f"a mapping of partitions to lists of broker ids, not {excerpt(value)}")
+    out: dict[int, list[int]] = {}
+    for partition, replicas in value.items():
+        number = _int(partition)
+        if not 0 <= number < MAX_PARTITIONS:
+            raise _Bad(
+                f"a mapping of partitions 0 to {MAX_PARTITIONS - 1} to broker ids, not partition {number}"
+            )
+        out[number] = _ints(replicas)
     return out
 
 
@@ -140,21 +219,21 @@ def _partition(value: Any) -> str:
     text = _str(value)
     topic, sep, number = text.rpartition("-")
     if not sep or not topic or not number.isdigit():
-        raise _Bad(f"a partition written topic-N (like orders-0), not {text!r}")
+        raise _Bad(f"a partition written topic-N (like orders-0), not {excerpt(text)}")
     return text
 
 
 def _acks(value: Any) -> str:
-    text = str(value).lower()
+    text = str(value).lower() if isinstance(value, int | str) else ""
     if text not in ("0", "1", "all", "-1"):
-        raise _Bad(f"acks 0, 1 or all, not {value!r}")
+        raise _Bad(f"acks 0, 1 or all, not {excerpt(value)}")
     return "all" if text == "-1" else text
 
 
 def _choice(*options: str) -> Callable[[Any], str]:
     def check(value: Any) -> str:
         if value not in options:
-            raise _Bad(f"one of {', '.join(options)}, not {value!r}")
+            raise _Bad(f"one of {', '.join(options)}, not {excerpt(value)}")
         return str(value)
 
     return check
@@ -176,19 +255,19 @@ def _lost(value: Any) -> dict[str, list[int]]:
     if value in ("none", None, {}):
         return {}
     if not isinstance(value, dict):
-        raise _Bad(f"a mapping of partitions to offsets (or none), not {value!r}")
+        raise _Bad(f"a mapping of partitions to offsets (or none), not {excerpt(value)}")
     return {_partition(k): _ints(v) for k, v in value.items()}
 
 
 def _broker_numbers(value: Any) -> dict[int, int]:
     if not isinstance(value, dict):
-        raise _Bad(f"a mapping of broker ids to offsets, not {value!r}")
+        raise _Bad(f"a mapping of broker ids to offsets, not {excerpt(value)}")
     return {_int(k): _nonneg(v) for k, v in value.items()}
 
 
 def _values(value: Any) -> list[str | None]:
     if not isinstance(value, list):
-        raise _Bad(f"a list of record values, not {value!r}")
+        raise _Bad(f"a list of record values, not {excerpt(value)}")
     return [None if v is None else str(v) for v in value]
 
 
@@ -197,7 +276,7 @@ def _mapping(
 ) -> Callable[[Any], dict[str, Any]]:
     def check(value: Any) -> dict[str, Any]:
         if not isinstance(value, dict):
-            raise _Bad(f"a mapping with {', '.join(schema)}, not {value!r}")
+            raise _Bad(f"a mapping with {', '.join(schema)}, not {excerpt(value)}")
         return _fields(value, schema, required)
 
     return check
@@ -280,31 +359,31 @@ STEPS: dict[str, tuple[Schema, tuple[str, ...], str | None]] = {
     "create_topic": (
         {
             "name": _str,
-            "partitions": _positive,
+            "partitions": _partition_count,
             "replication_factor": _positive,
             "config": _config,
-            "assignment": dict,
+            "assignment": _assignment,
         },
         ("name",),
         "name",
     ),
     "delete_topic": ({"name": _str}, ("name",), "name"),
-    "add_partitions": ({"topic": _str, "total": _positive}, ("topic", "total"), None),
+    "add_partitions": ({"topic": _str, "total": _partition_count}, ("topic", "total"), None),
     "set_config": ({"topic": _str, "config": _config}, ("topic", "config"), None),
     "produce": (
         {
             "topic": _str,
-            "count": _positive,
+            "count": _produce_count,
             "acks": _acks,
-            "key": _str,
-            "value": _str,
+            "key": _template,
+            "value": _template,
             "partition": _nonneg,
             "producer": _str,
             "wait": _bool,
             "retries": _nonneg,
-            "request_timeout_ms": _positive,
-            "delivery_timeout_ms": _positive,
-            "linger_ms": _nonneg,
+            "request_timeout_ms": _timeout_ms,
+            "delivery_timeout_ms": _timeout_ms,
+            "linger_ms": _ms,
             "timestamp": _nonneg,
         },
         ("topic",),
@@ -315,15 +394,19 @@ STEPS: dict[str, tuple[Schema, tuple[str, ...], str | None]] = {
             "topic": _str,
             "partition": _nonneg,
             "from": _from,
-            "count": _nonneg,
+            "count": _record_count,
             "as": _str,
-            "timeout_ms": _positive,
+            "timeout_ms": _timeout_ms,
         },
         ("topic",),
         None,
     ),
     "seek": ({"as": _str, "partition": _partition, "offset": _nonneg}, ("as", "partition", "offset"), None),
-    "read": ({"as": _str, "count": _positive, "timeout_ms": _positive}, ("as", "count"), None),
+    "read": (
+        {"as": _str, "count": _at_most(_positive, MAX_RECORDS, " records"), "timeout_ms": _timeout_ms},
+        ("as", "count"),
+        None,
+    ),
     "kill": ({"broker": _int, "lose_unflushed": _bool}, ("broker",), "broker"),
     "restart": (BROKER, ("broker",), "broker"),
     "pause": (BROKER, ("broker",), "broker"),
@@ -331,13 +414,19 @@ STEPS: dict[str, tuple[Schema, tuple[str, ...], str | None]] = {
     "heal": (BROKER, ("broker",), "broker"),
     "controlled_shutdown": (BROKER, ("broker",), "broker"),
     "isolate": ({"broker": _int, "from": _choice("zookeeper", "brokers", "clients")}, ("broker",), "broker"),
-    "slow": ({"broker": _int, "delay_ms": _nonneg}, ("broker",), "broker"),
-    "wait": ({"ms": _nonneg}, ("ms",), "ms"),
-    "wait_until": ({**EXPECT, "timeout_ms": _positive}, (), None),
+    "slow": ({"broker": _int, "delay_ms": _ms}, ("broker",), "broker"),
+    "wait": ({"ms": _ms}, ("ms",), "ms"),
+    "wait_until": ({**EXPECT, "timeout_ms": _timeout_ms}, (), None),
     "expect": (EXPECT, (), None),
-    "lose_ack": ({"client": _str, "count": _positive}, ("client",), "client"),
+    "lose_ack": ({"client": _str, "count": _produce_count}, ("client",), "client"),
     "add_producer": (
-        {"topic": _str, "name": _str, "rate": _number, "keys": _nonneg, "acks": _acks},
+        {
+            "topic": _str,
+            "name": _str,
+            "rate": _rate,
+            "keys": _at_most(_nonneg, MAX_KEYS, " keys"),
+            "acks": _acks,
+        },
         ("topic",),
         None,
     ),
@@ -347,11 +436,11 @@ STEPS: dict[str, tuple[Schema, tuple[str, ...], str | None]] = {
             "group": _str,
             "topics": _strs,
             "name": _str,
-            "processing_ms": _nonneg,
+            "processing_ms": _ms,
             "assignor": _choice("range", "roundrobin", "sticky", "cooperative-sticky"),
-            "session_timeout_ms": _positive,
-            "heartbeat_interval_ms": _positive,
-            "max_poll_interval_ms": _positive,
+            "session_timeout_ms": _timeout_ms,
+            "heartbeat_interval_ms": _timeout_ms,
+            "max_poll_interval_ms": _timeout_ms,
             "group_instance_id": _str,
         },
         ("group", "topics"),
@@ -367,7 +456,7 @@ STEPS: dict[str, tuple[Schema, tuple[str, ...], str | None]] = {
 def _fields(raw: Mapping[str, Any], schema: Schema, required: tuple[str, ...]) -> dict[str, Any]:
     unknown = [k for k in raw if k not in schema]
     if unknown:
-        raise _Bad(f"unknown field {unknown[0]!r} (known: {', '.join(schema)})")
+        raise _Bad(f"unknown field {excerpt(unknown[0])} (known: {', '.join(schema)})")
     missing = [k for k in required if k not in raw]
     if missing:
         raise _Bad(f"missing field {missing[0]!r}")
@@ -378,8 +467,20 @@ def _fields(raw: Mapping[str, Any], schema: Schema, required: tuple[str, ...]) -
         except _Bad as bad:
             raise _Bad(f"{key!r} must be {bad}") from None
         except (TypeError, ValueError) as exc:
-            raise _Bad(f"{key!r}: {exc}") from None
+            raise _Bad(f"{key!r}: {clip(str(exc), 200)}") from None
     return out
+
+
+PRODUCER_FIELDS = ("retries", "request_timeout_ms", "delivery_timeout_ms", "linger_ms")
+
+
+def _check_producer(args: Mapping[str, Any]) -> None:
+    """The producer a produce step makes must be one Kafka would make (delivery.timeout.ms and all)."""
+    config = {key.replace("_", "."): args[key] for key in PRODUCER_FIELDS if key in args}
+    try:
+        producer_config({"acks": args.get("acks", "all"), **config})
+    except ConfigException as error:
+        raise _Bad(error.message) from None
 
 
 def _step(kind: str, value: Any) -> dict[str, Any]:
@@ -389,6 +490,8 @@ def _step(kind: str, value: Any) -> dict[str, Any]:
             raise _Bad(f"'{kind}' takes a mapping of {', '.join(schema)}")
         value = {scalar: value}
     args = _fields(value, schema, required)
+    if kind == "produce":
+        _check_producer(args)
     if kind in ("expect", "wait_until"):
         if not any(k for k in args if k != "timeout_ms"):
             raise _Bad(f"'{kind}' needs at least one thing to check")
@@ -405,66 +508,93 @@ def _step(kind: str, value: Any) -> dict[str, Any]:
 def load(path: str | Path) -> Scenario:
     file = Path(path)
     try:
-        text = file.read_text(encoding="utf-8")
+        text = yamlsafe.read(file)
     except OSError as exc:
         raise ScenarioError(str(file), None, f"cannot read the file: {exc.strerror}") from None
+    except yamlsafe.YamlError as error:
+        raise ScenarioError(str(file), error.line, error.message) from None
     return parse(text, source=str(file), slug=file.stem)
 
 
 def parse(text: str, *, source: str = "<scenario>", slug: str = "scenario") -> Scenario:
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.MarkedYAMLError as exc:
-        line = exc.problem_mark.line + 1 if exc.problem_mark is not None else None
-        raise ScenarioError(source, line, f"not valid YAML: {exc.problem}") from None
-    except yaml.YAMLError as exc:  # e.g. a control character the reader refuses
-        raise ScenarioError(source, None, f"not valid YAML: {exc}") from None
-    if root is None:
+        document = yamlsafe.load(text)
+    except yamlsafe.YamlError as error:
+        raise ScenarioError(source, error.line, error.message) from None
+    if document.node is None:
         raise ScenarioError(source, None, "the file is empty")
-    if not isinstance(root, yaml.MappingNode):
-        raise ScenarioError(
-            source, root.start_mark.line + 1, "a scenario is a mapping with name, cluster and steps"
-        )
-    data = yaml.safe_load(text)
-    lines = {key.value: value.start_mark.line + 1 for key, value in root.value}
+    return from_yaml(document.node, document.data, source=source, slug=slug)
+
+
+def from_yaml(node: yaml.Node, data: Any, *, source: str, slug: str, name: str | None = None) -> Scenario:
+    """A scenario from a mapping read with ``yamlsafe`` (a file's root, or an exercise's setup), so
+    errors name the lines of the file it is in; ``name``, when given, is the scenario's name."""
+    if not isinstance(node, yaml.MappingNode) or not isinstance(data, dict):
+        raise ScenarioError(source, line_of(node), "a scenario is a mapping with name, cluster and steps")
+    lines = {key.value: line_of(value) for key, value in node.value}
     allowed = {"name", "description", "cluster", "steps"}
     for key in data:
         if key not in allowed:
             raise ScenarioError(
-                source, lines.get(key), f"unknown top-level key {key!r} (known: {', '.join(sorted(allowed))})"
+                source,
+                lines.get(key),
+                f"unknown top-level key {excerpt(key)} (known: {', '.join(sorted(allowed))})",
             )
-    name = data.get("name")
+    if name is None:
+        name = data.get("name")
     if not isinstance(name, str) or not name.strip():
-        raise ScenarioError(source, lines.get("name", 1), "the scenario needs a name")
+        raise ScenarioError(source, lines.get("name", line_of(node)), "the scenario needs a name")
     description = data.get("description", "")
     if not isinstance(description, str):
         raise ScenarioError(source, lines.get("description"), "description must be text")
     cluster = _cluster(data.get("cluster", {}), source, lines.get("cluster"))
-    steps_node = next((v for k, v in root.value if k.value == "steps"), None)
-    raw_steps = data.get("steps")
-    if not isinstance(raw_steps, list) or not raw_steps or not isinstance(steps_node, yaml.SequenceNode):
-        raise ScenarioError(source, lines.get("steps"), "'steps' must be a non-empty list")
-    steps: list[Step] = []
-    for raw, node in zip(raw_steps, steps_node.value, strict=True):
-        line = node.start_mark.line + 1
-        if not isinstance(raw, dict) or len(raw) != 1:
-            raise ScenarioError(source, line, "each step is a one-key mapping, like '- kill: 1'")
-        ((kind, value),) = raw.items()
-        if kind not in STEPS:
-            raise ScenarioError(source, line, f"unknown step {kind!r} (known: {', '.join(sorted(STEPS))})")
-        try:
-            args = _step(kind, value)
-        except _Bad as bad:
-            raise ScenarioError(source, line, f"step '{kind}': {bad}") from None
-        steps.append(Step(kind=kind, args=args, line=line))
+    steps_node = next((v for k, v in node.value if k.value == "steps"), None)
+    steps = steps_of(steps_node, data.get("steps"), source=source, line=lines.get("steps"))
     return Scenario(
         name=name.strip(),
         description=description.strip(),
         cluster=cluster,
-        steps=tuple(steps),
+        steps=steps,
         source=source,
         slug=slug,
     )
+
+
+def steps_of(
+    node: yaml.Node | None, raw: Any, *, source: str, line: int | None, what: str = "'steps'"
+) -> tuple[Step, ...]:
+    """Steps from a YAML list (a scenario's ``steps``, an exercise's ``solution``), each checked, and
+    bounded in number and in the records they send in all."""
+    if not isinstance(raw, list) or not raw or not isinstance(node, yaml.SequenceNode):
+        raise ScenarioError(source, line, f"{what} must be a non-empty list")
+    if len(raw) > MAX_STEPS:
+        raise ScenarioError(source, line, f"a scenario has at most {MAX_STEPS} steps, not {len(raw)}")
+    steps: list[Step] = []
+    records = 0
+    for item, step_node in zip(raw, node.value, strict=True):
+        at = line_of(step_node)
+        if not isinstance(item, dict) or len(item) != 1:
+            raise ScenarioError(source, at, "each step is a one-key mapping, like '- kill: 1'")
+        ((kind, value),) = item.items()
+        if kind not in STEPS:
+            raise ScenarioError(
+                source, at, f"unknown step {excerpt(kind)} (known: {', '.join(sorted(STEPS))})"
+            )
+        try:
+            args = _step(kind, value)
+        except _Bad as bad:
+            raise ScenarioError(source, at, f"step '{kind}': {bad}") from None
+        if kind == "produce":
+            records += args.get("count", 1)
+            if records > MAX_RECORDS:
+                raise ScenarioError(
+                    source,
+                    at,
+                    f"step 'produce': a scenario sends at most {MAX_RECORDS} records in all; "
+                    f"with this step it would send {records}",
+                )
+        steps.append(Step(kind=kind, args=args, line=at))
+    return tuple(steps)
 
 
 def _cluster(raw: Any, source: str, line: int | None) -> ClusterSpec:

@@ -21,9 +21,10 @@ from lab.engine.cluster import Cluster
 from lab.engine.errors import KafkaError
 from lab.engine.ids import TopicPartition
 from lab.engine.tasks import Pending
-from lab.scenarios.format import Scenario, Step
+from lab.scenarios.format import PRODUCER_FIELDS, Scenario, Step
 
 POLL_MS = 50  # how often a waiting step looks again, in virtual ms
+MAX_VIRTUAL_MS = 3_600_000  # the virtual time a run may take, from its start, where its driver owns the clock
 
 
 @dataclass(slots=True)
@@ -78,6 +79,7 @@ class ScenarioRun:
         self.consumed: dict[str, list[ConsumerRecord]] = {}
         self.readers: dict[str, Any] = {}
         self.start_seq = cluster.journal.last_seq
+        self.start_ms = cluster.now_ms
         self._waiting: _Waiting | None = None
         self._current: StepResult | None = None
 
@@ -153,6 +155,13 @@ class ScenarioRun:
             return self.cluster.now_ms
         return waiting.deadline_ms if waiting.deadline_ms is not None else waiting.due_ms
 
+    def abort(self, reason: str) -> None:
+        """End the run here: the step under way fails with ``reason``, and no later step runs."""
+        if self._current is not None:
+            self._finish(False, reason)
+        self._waiting = None
+        self.index = len(self.scenario.steps)
+
     def _finish(self, ok: bool, detail: str = "") -> None:
         result = self._current
         self._waiting = None
@@ -219,11 +228,7 @@ class ScenarioRun:
         name = a.get("producer") or f"scenario-acks-{acks}"
         producer = self.producers.get(name)
         if producer is None:
-            settings = {
-                k: a[k]
-                for k in ("retries", "request_timeout_ms", "delivery_timeout_ms", "linger_ms")
-                if k in a
-            }
+            settings = {k: a[k] for k in PRODUCER_FIELDS if k in a}
             producer = self.cluster.producer(
                 acks, client_id=name if name not in self.cluster.clients else None, **settings
             )
@@ -238,7 +243,7 @@ class ScenarioRun:
             future = producer.send(
                 a["topic"],
                 value,
-                key=None if key is None else key.format(i=i),
+                key=None if key is None else key.format(i=i, producer=name),
                 partition=a.get("partition"),
                 timestamp=a.get("timestamp"),
             )
@@ -465,29 +470,53 @@ def drive(
     run: ScenarioRun,
     *,
     progress: Callable[[ScenarioRun], None] | None = None,
-    max_virtual_ms: int = 3_600_000,
-) -> None:
-    """Run a scenario to its end on a cluster whose clock the caller owns (the memory store)."""
+    max_virtual_ms: int = MAX_VIRTUAL_MS,
+    interrupt: Callable[[], str | None] | None = None,
+) -> str | None:
+    """Run a scenario on a cluster whose clock the caller owns (the memory store): None at its end.
+
+    ``interrupt`` is asked between engine steps, inside waits too; a reason it returns stops the drive
+    there and is returned, and the next call goes on from that very point (the API's scheduler shares
+    its workers this way, and stops runs that are cancelled or over their time). The virtual-time
+    budget counts from the run's start, and holds inside a long wait.
+    """
     cluster = run.cluster
-    limit = cluster.now_ms + max_virtual_ms
+    limit = run.start_ms + max_virtual_ms
+    reason: str | None = None
+
+    def stopped() -> bool:
+        nonlocal reason
+        if interrupt is not None:
+            reason = interrupt()
+        return reason is not None
+
     while True:
         seen = len(run.results)
         due = run.advance()
         if progress is not None and len(run.results) != seen:
             progress(run)
         if due is None:
-            return
-        if cluster.now_ms > limit:
-            run._current = run._current or StepResult(index=run.index, line=0, label="(time limit)", ok=False)
-            run._finish(False, f"the scenario ran past {max_virtual_ms} ms of virtual time")
-            run.index = len(run.scenario.steps)
-            return
+            return None
+        if cluster.now_ms >= limit:
+            run.abort(f"the scenario ran past {max_virtual_ms} ms of virtual time")
+            if progress is not None:
+                progress(run)
+            return None
+        if stopped():
+            return reason
         condition = run.condition()
         if condition is None:
-            cluster.run_until(due)
+            cluster.run_until_true(stopped, min(due, limit) - cluster.now_ms)
         else:
             # Check after every event, so the next step runs at the very instant it becomes true.
-            cluster.run_until_true(condition, max(0, run.deadline() - cluster.now_ms))
+            deadline = min(run.deadline(), limit)
+            cluster.run_until_true(_either(condition, stopped), max(0, deadline - cluster.now_ms))
+        if reason is not None:
+            return reason
+
+
+def _either(first: Callable[[], bool], second: Callable[[], bool]) -> Callable[[], bool]:
+    return lambda: first() or second()
 
 
 def cluster_for(scenario: Scenario, data_dir: str | Path) -> Cluster:
@@ -506,7 +535,7 @@ def run_to_end(
     *,
     data_dir: str | Path | None = None,
     progress: Callable[[ScenarioRun], None] | None = None,
-    max_virtual_ms: int = 3_600_000,
+    max_virtual_ms: int = MAX_VIRTUAL_MS,
 ) -> Report:
     """Run a scenario on a fresh memory-store cluster, in virtual time, to the end."""
     with contextlib.ExitStack() as stack:

@@ -121,10 +121,17 @@
   document.addEventListener("htmx:wsOpen", function () { live("live", "● live"); });
   document.addEventListener("htmx:wsAfterMessage", applyAll);
   document.addEventListener("htmx:wsClose", function (e) {
+    var code = e.detail && e.detail.event ? e.detail.event.code : 0;
+    // 4000 and up: the server ended this page's access (the demo ended, ...) and said why on the
+    // page. Trying again would be refused: stay ended.
+    if (code >= 4000) {
+      var status = document.getElementById("live-status");
+      if (!status || status.dataset.live !== "ended") live("ended", "■ ended");
+      return;
+    }
     live("down", "reconnecting…");
     // htmx-ext-ws retries by itself only after abnormal closes; a server that shut down
     // cleanly (1000, 1001) is retried here too, so a restarted server is found again.
-    var code = e.detail && e.detail.event ? e.detail.event.code : 0;
     var wrapper = e.detail && e.detail.socketWrapper;
     if ([1006, 1011, 1012, 1013].indexOf(code) < 0 && wrapper && !retry) {
       retry = setTimeout(function () { retry = null; wrapper.reconnect(); }, 1000);

@@ -100,17 +100,36 @@ def test_a_student_does_an_exercise_and_the_check_turns_green_without_a_reload(
     )
 
 
+def console_errors(tab: Page) -> list[str]:
+    """Every error the page's console shows (htmx's among them) and every uncaught exception."""
+    errors: list[str] = []
+    tab.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
+    tab.on("pageerror", lambda error: errors.append(f"uncaught: {error}"))
+    return errors
+
+
+def failed_load(status: int) -> str:
+    """Chromium's console line for a request answered with ``status`` (one the test makes on purpose)."""
+    reasons = {400: "Bad Request", 403: "Forbidden"}
+    return f"Failed to load resource: the server responded with a status of {status} ({reasons[status]})"
+
+
 def test_a_student_follows_an_instructors_demo_read_only(
     page: Page, browser: Browser, live_lab: LabServer, artifacts: Path
 ) -> None:
+    presenter_errors = console_errors(page)
     # The instructor (the demo user) makes a lab and runs it as a demo, in presenter mode.
     log_in(page, live_lab)
-    new_lab(page, live_lab, "Class demo", session_timeout_ms=1000)
+    lab_url = new_lab(page, live_lab, "Class demo", session_timeout_ms=1000)
     page.get_by_role("button", name="Run this lab as a demo").click()
     expect(page).to_have_url(re.compile(r"/labs/[a-z0-9-]+/\?present=1$"))
     code = page.locator("#join-code").inner_text().strip()
     assert re.fullmatch(r"[A-Z2-9]{6}", code), code
     expect(page.locator("#live-status")).to_have_text("● live")
+    # This lab listens on loopback only: the panel says students cannot reach it, and how to fix that,
+    # rather than showing them an address that is this machine only.
+    expect(page.locator("#join-unreachable")).to_contain_text("make run HOST=0.0.0.0")
+    expect(page.locator("#join-url")).to_have_count(0)
 
     # A student joins with the code, from another browser.
     name = f"viewer-{secrets.token_hex(3)}"
@@ -118,6 +137,9 @@ def test_a_student_follows_an_instructors_demo_read_only(
     context = browser.new_context(viewport={"width": 1200, "height": 800})
     student = context.new_page()
     student.set_default_timeout(15_000)
+    student_errors = console_errors(student)
+    student_sockets: list[str] = []
+    student.on("websocket", lambda socket: student_sockets.append(socket.url))
     try:
         log_in_as(student, live_lab, name, password)
         student.goto(live_lab.url + "/exercises/")
@@ -164,8 +186,31 @@ def test_a_student_follows_an_instructors_demo_read_only(
         page.screenshot(path=artifacts / "classroom-demo-presenter.png", full_page=True)
         student.bring_to_front()
         student.screenshot(path=artifacts / "classroom-demo-student-after-kill.png", full_page=True)
+
+        # The instructor ends the demo: the student's open page says so at once and stops following.
+        page.bring_to_front()
+        page.get_by_role("button", name="End the demo").click()
+        expect(page).to_have_url(lab_url)
+        expect(page.locator("#live-status")).to_have_text("● live")
+        ended = student.locator("#access-ended")
+        expect(ended).to_contain_text("The demo has ended.")
+        expect(ended).to_be_visible()
+        expect(student.locator("#live-status")).to_have_text("■ ended")
+        expect(ended.get_by_role("link", name="Exercises and demos")).to_be_visible()
+        student.bring_to_front()
+        student.screenshot(path=artifacts / "classroom-demo-ended-live.png", full_page=True)
+        assert len(student_sockets) == 1, student_sockets  # it does not knock again
+        expected = {failed_load(400), failed_load(403)}  # the wrong code and the refused kill, above
+        assert [e for e in student_errors if e not in expected] == []
+        # A reload shows a page that says so, not a bare 404.
+        assert student.reload().status == 410  # type: ignore[union-attr]
+        expect(student.get_by_role("heading", level=1)).to_have_text("The demo has ended")
+        expect(student.get_by_role("link", name="Exercises, or join another demo")).to_be_visible()
+        student.screenshot(path=artifacts / "classroom-demo-ended-reload.png", full_page=True)
     finally:
         context.close()
+    # The presenter's page (in presenter mode and after the end) showed no error at all.
+    assert presenter_errors == []
 
 
 def test_a_scenario_opens_as_a_lab_and_plays_with_its_table_updating_live(
@@ -194,3 +239,28 @@ def test_a_scenario_opens_as_a_lab_and_plays_with_its_table_updating_live(
     expect(page.locator("#plog-events")).to_be_attached()
     page.screenshot(path=artifacts / "classroom-scenario-player.png", full_page=True)
     player.screenshot(path=artifacts / "classroom-scenario-table.png")
+
+
+def test_a_scenario_is_cancelled_from_its_page(page: Page, live_lab: LabServer, artifacts: Path) -> None:
+    name = f"cancel-{secrets.token_hex(3)}"
+    log_in_as(page, live_lab, name, add_student(live_lab, name))
+    page.goto(live_lab.url + "/scenarios/")
+    page.locator('[data-scenario="leader-failover"]').get_by_role("button", name="Open as a lab").click()
+    expect(page).to_have_url(re.compile(r"/labs/[a-z0-9-]+/$"))
+    expect(page.locator("#live-status")).to_have_text("● live", timeout=20_000)
+    player = page.locator("#scenario-player")
+    expect(player).to_have_attribute("data-status", "ready", timeout=20_000)
+    cancel = page.locator("button[data-player=cancel]")
+    expect(cancel).to_be_disabled()  # nothing to cancel before the first step
+    page.locator("button[data-player=step]").click()
+    rows = player.locator("tr.step")
+    expect(rows.nth(0)).to_have_attribute("data-state", "passed", timeout=10_000)
+    expect(player).to_have_attribute("data-mode", "paused")
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.locator("button[data-player=cancel]").click()
+    expect(page.locator("#player-toast")).to_contain_text("Scenario cancelled before step 2")
+    expect(player).to_have_attribute("data-status", "cancelled", timeout=10_000)
+    expect(player.locator('tr.step[data-state="skipped"]')).to_have_count(rows.count() - 1)
+    expect(page.locator("button[data-player=play]")).to_be_disabled()
+    expect(page.locator("button[data-player=cancel]")).to_be_disabled()
+    player.screenshot(path=artifacts / "classroom-scenario-cancelled.png")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
 from pytest_django.fixtures import Settings
 
 from lab.classroom import content
@@ -22,6 +23,7 @@ def test_markdown_renders_and_escapes_raw_html() -> None:
     assert 'href="javascript' not in html
 
 
+@pytest.mark.django_db  # the admin's exercise rows are read too
 def test_every_shipped_exercise_and_scenario_is_listed_in_order() -> None:
     exercises = content.exercises()
     assert [e.order for e in exercises] == sorted(e.order for e in exercises)
@@ -50,3 +52,17 @@ def test_a_broken_scenario_is_listed_with_its_error_and_a_changed_file_is_read_a
     (tmp_path / "ok.yaml").write_text("name: Renamed\nsteps:\n  - create_topic: orders\n")
     os.utime(tmp_path / "ok.yaml", ns=(1, 2_000_000_000_000_000_000))
     assert content.scenario("ok").name == "Renamed"  # type: ignore[union-attr]
+
+
+def test_a_scenario_beyond_the_bounds_is_listed_as_broken_and_never_plays(
+    settings: Settings, tmp_path: Path
+) -> None:
+    settings.LAB_SCENARIOS_DIR = tmp_path
+    (tmp_path / "forever.yaml").write_text(
+        "name: Forever\nsteps:\n  - produce: {topic: t, count: 1000000000}\n"
+    )
+    (entry,) = content.scenarios()
+    assert entry.scenario is None
+    assert "forever.yaml line 3" in entry.error
+    assert "'count' must be at most 10000 records" in entry.error
+    assert content.scenario("forever") is None

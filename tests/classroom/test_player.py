@@ -11,7 +11,7 @@ from lab.classroom.content import FIXTURES
 from lab.classroom.player import ScenarioPlayer
 from lab.engine.errors import IllegalState
 from lab.runtime.live import LiveLab
-from lab.scenarios.format import load
+from lab.scenarios.format import load, parse
 from tests.classroom.helpers import live_lab, on_driver
 from tests.processes import wait_until
 
@@ -114,3 +114,49 @@ def test_pause_stops_between_steps_and_restart_begins_again(tmp_path: Path, labs
     assert player.view.status == "ready"
     assert on_driver(live, lambda lab: lab.cluster.topics()) == []
     assert all(r.state == "pending" for r in player.view.rows)
+
+
+LONG = """\
+name: A long wait
+cluster: {brokers: 1}
+steps:
+  - create_topic: t
+  - wait: 3600000
+  - note: after the wait
+"""
+
+
+def test_cancel_ends_the_step_under_way_and_skips_the_rest(tmp_path: Path, labs: list[LiveLab]) -> None:
+    live = live_lab(tmp_path, "long", brokers=1)
+    labs.append(live)
+    player = ScenarioPlayer(parse(LONG, slug="long"), lab="long")
+    live.add_tick_hook("player", player.tick)
+    with pytest.raises(IllegalState, match="nothing to cancel"):
+        on_driver(live, player.cancel)
+    on_driver(live, player.play)
+    assert wait_until(lambda: player.view.rows[1].state == "running", 10), player.view
+    said = on_driver(live, player.cancel)
+    assert said == "Scenario cancelled at step 2 (wait 3600000 ms): start it over to play it again."
+    view = player.view
+    assert view.status == "cancelled"
+    assert view.mode == "paused"
+    assert [r.state for r in view.rows] == ["passed", "cancelled", "skipped"]
+    assert view.rows[1].detail == "cancelled"
+    for _ in range(5):
+        on_driver(live, lambda lab: None)
+    assert [r.state for r in player.view.rows] == ["passed", "cancelled", "skipped"]
+    for control in (player.play, player.step, player.cancel):
+        with pytest.raises(IllegalState, match="cancelled"):
+            on_driver(live, control)
+    on_driver(live, player.restart)
+    assert player.view.status == "ready"
+    assert [r.state for r in player.view.rows] == ["pending"] * 3
+
+
+def test_a_paused_scenario_can_be_cancelled_between_steps(tmp_path: Path, labs: list[LiveLab]) -> None:
+    live, player = _player(tmp_path, labs, "consumer-rewind")
+    on_driver(live, player.step)
+    assert wait_until(lambda: player.view.mode == "paused", 10)
+    assert on_driver(live, player.cancel).startswith("Scenario cancelled before step 2 (")
+    assert player.view.status == "cancelled"
+    assert [r.state for r in player.view.rows[:3]] == ["passed", "skipped", "skipped"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import socket
 from typing import Any
 
 import pytest
@@ -12,6 +13,7 @@ from pytest_django.fixtures import Settings
 from lab.accounts.models import Role, set_role
 from lab.classroom import attach
 from lab.classroom.models import Demo, DemoCopy, DemoViewer, ExerciseProgress, ScenarioLab
+from lab.hosts import parse_listen
 from lab.labs import live_of
 from lab.models import Lab
 from lab.runtime.live import LiveLab
@@ -340,10 +342,56 @@ def test_a_demo_gets_a_join_code_and_students_follow_it_read_only() -> None:
     assert client.get(f"/labs/{lab.slug}/").status_code == 404
     client.post("/demos/join/", {"code": demo.join_code})
     teacher.post(f"/classroom/labs/{lab.slug}/demo/end/")
-    assert client.get(f"/labs/{lab.slug}/").status_code == 404
+    # A follower who reloads the ended demo's page is told so, not shown a bare 404.
+    gone = client.get(f"/labs/{lab.slug}/")
+    assert gone.status_code == 410
+    assert "<h1>The demo has ended</h1>" in gone.content.decode()
+    assert "prof ended the demo “Failover demo”" in gone.content.decode()
+    assert 'href="/exercises/"' in gone.content.decode()
+    # For anyone else the lab still does not exist.
+    assert _client(make_user("stranger")).get(f"/labs/{lab.slug}/").status_code == 404
     ended = client.post("/demos/join/", {"code": demo.join_code})
     assert ended.status_code == 400
     assert f"The demo {demo.join_code} has ended." in ended.content.decode()
+
+
+def _join_panel(settings: Settings, listen: str, host: str) -> str:
+    settings.LAB_LISTEN = parse_listen(listen)
+    settings.ALLOWED_HOSTS = ["testserver", "127.0.0.1", "10.1.2.3"]
+    prof = _instructor()
+    lab = make_lab(prof, "Failover demo")
+    teacher = _client(prof)
+    teacher.post(f"/classroom/labs/{lab.slug}/demo/")
+    page = teacher.get(f"/labs/{lab.slug}/?present=1", HTTP_HOST=host).content.decode()
+    found = re.search(r'<span class="join-how.*?</span>', page, re.S)
+    assert found, page
+    return found.group(0)
+
+
+def _outbound_address() -> str:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        sock.connect(("192.0.2.1", 9))
+        address: str = sock.getsockname()[0]
+    return address
+
+
+def test_the_join_panel_shows_the_address_the_instructor_opened(settings: Settings) -> None:
+    panel = _join_panel(settings, "0.0.0.0:8080", "10.1.2.3:8080")
+    assert '<b id="join-url">http://10.1.2.3:8080/exercises/</b>' in panel
+
+
+def test_the_join_panel_shows_this_machines_address_not_loopback(settings: Settings) -> None:
+    panel = _join_panel(settings, "0.0.0.0:8080", "127.0.0.1:8080")
+    assert f'<b id="join-url">http://{_outbound_address()}:8080/exercises/</b>' in panel
+    assert "127.0.0.1" not in panel
+
+
+def test_the_join_panel_says_students_cannot_reach_a_lab_on_loopback(settings: Settings) -> None:
+    panel = _join_panel(settings, "127.0.0.1:8000", "127.0.0.1:8000")
+    assert 'id="join-unreachable"' in panel
+    assert "Students' machines cannot reach <b>127.0.0.1:8000</b>" in panel
+    assert "make run HOST=0.0.0.0" in panel
+    assert "join-url" not in panel
 
 
 @pytest.mark.django_db(transaction=True)
@@ -429,3 +477,31 @@ def test_scenarios_are_listed_and_open_as_a_lab_with_the_player() -> None:
     assert client.post(f"/classroom/labs/{lab.slug}/scenario/explode/").status_code == 404
     plain = make_lab(student, "Plain")
     assert client.post(f"/classroom/labs/{plain.slug}/scenario/play/").status_code == 404
+
+
+def test_a_scenario_on_a_lab_is_cancelled_from_its_page() -> None:
+    student = make_user()
+    client = _client(student)
+    client.post("/scenarios/leader-failover/open/")
+    lab = Lab.objects.get(owner=student)
+    url = f"/classroom/labs/{lab.slug}/scenario/cancel/"
+    page = client.get(lab.get_absolute_url()).content.decode()
+    button = re.search(r'<button[^>]*data-player="cancel"[^>]*>', page)
+    assert button is not None, "the player has a Cancel button"
+    assert f'hx-post="{url}"' in button.group(0)
+    assert "hx-headers" in page  # the CSRF token every htmx POST carries
+    _running(lab)
+    nothing = client.post(url, headers={"HX-Request": "true"})
+    assert nothing.status_code == 409
+    assert "nothing to cancel" in nothing.content.decode()
+    client.post(f"/classroom/labs/{lab.slug}/scenario/step/", headers={"HX-Request": "true"})
+    player = attach.player(lab.slug)
+    assert player is not None
+    assert wait_until(lambda: player.view.rows[0].state == "passed" and player.view.mode == "paused", 10)
+    cancelled = client.post(url, headers={"HX-Request": "true"})
+    assert cancelled.status_code == 200
+    assert "Scenario cancelled before step 2" in cancelled.content.decode()
+    assert player.view.status == "cancelled"
+    refused = client.post(f"/classroom/labs/{lab.slug}/scenario/play/", headers={"HX-Request": "true"})
+    assert refused.status_code == 409
+    assert "cancelled" in refused.content.decode()

@@ -2,54 +2,158 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 import pytest
 
+from lab.engine.clients import Ledger
 from lab.engine.errors import (
-    IllegalArgument,
+    ConfigException,
     KafkaTimeout,
     NoOffsetForPartition,
     NotEnoughReplicas,
     OffsetOutOfRange,
 )
-from lab.engine.partitioner import murmur2, partition_for_key
+from lab.engine.ids import TopicPartition as _tp
+from lab.engine.partitioner import partition_for_key
+from lab.engine.records import read_header
+from lab.engine.tasks import Task
 from tests.engine.helpers import checked_cluster, leo, values
 
-# Kafka's own murmur2 test vectors (KAFKA-FACTS.md), and where the keys land with 6 partitions.
+# Kafka's murmur2 test vectors (tests/engine/test_partitioner.py): where a real client puts these keys.
 VECTORS = [
-    ("21", -973932308, 0),
-    ("foobar", -790332482, 0),
-    ("a-little-bit-long-string", -985981536, 2),
-    ("a-little-bit-longer-string", -1486304829, 5),
-    ("lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8", -58897971, 5),
-    ("abc", 479470107, 3),
+    ("21", 0),
+    ("foobar", 0),
+    ("a-little-bit-long-string", 2),
+    ("a-little-bit-longer-string", 5),
+    ("lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8", 5),
+    ("abc", 3),
 ]
-
-
-@pytest.mark.parametrize(("key", "hashed", "partition"), VECTORS)
-def test_murmur2_matches_kafka(key: str, hashed: int, partition: int) -> None:
-    assert murmur2(key.encode()) == hashed
-    assert partition_for_key(key.encode(), 6) == partition
 
 
 def test_a_keyed_record_lands_where_a_real_client_would_put_it() -> None:
     with checked_cluster(3) as c:
         c.create_topic("t", partitions=6, replication_factor=2)
         p = c.producer()
-        futures = {key: p.send("t", "v", key=key) for key, _, _ in VECTORS}
+        futures = {key: p.send("t", "v", key=key) for key, _ in VECTORS}
         p.flush()
-        assert {k: f.result().partition for k, f in futures.items()} == {k: part for k, _, part in VECTORS}
+        assert {k: f.result().partition for k, f in futures.items()} == dict(VECTORS)
 
 
-def test_unkeyed_records_stick_to_one_partition_per_batch() -> None:
+def _runs(partitions: list[int]) -> list[int]:
+    """Lengths of the runs of consecutive records that went to the same partition."""
+    runs: list[int] = []
+    for i, p in enumerate(partitions):
+        if i and p == partitions[i - 1]:
+            runs[-1] += 1
+        else:
+            runs.append(1)
+    return runs
+
+
+def test_unkeyed_records_stick_to_a_partition_until_batch_size_bytes_went_to_it() -> None:
+    # KIP-794 (Kafka 3.3+): with linger.ms=0 each small batch leaves at once, yet records without a
+    # key stay on one partition until batch.size bytes went to it, not just until its batch is sent.
     with checked_cluster(3) as c:
         c.create_topic("t", partitions=4, replication_factor=1)
-        p = c.producer(linger_ms=50, batch_size=2000)
-        first = [p.send("t", "x" * 100) for _ in range(10)]
+        p = c.producer(batch_size=1000)
+        futures = []
+        for _ in range(40):
+            futures += [p.send("t", "x" * 100) for _ in range(3)]  # one batch of 3 records, 382 bytes
+            c.run_for(20)
         p.flush()
-        assert len({f.result().partition for f in first}) == 1  # one batch, one partition
-        many = [p.send("t", "x" * 100) for _ in range(200)]
+        assert c.brokers[1].stats.produce_requests + c.brokers[2].stats.produce_requests > 30
+        runs = _runs([f.result().partition for f in futures])
+        # 107 bytes a record and 61 a batch header: three batches (9 records) pass 1000 bytes.
+        assert all(run >= 9 for run in runs[:-1]), runs
+        assert len(runs) > 5  # and then it moves on
+        assert len({f.result().partition for f in futures}) == 4
+
+
+def test_a_switch_put_off_while_a_batch_had_room_happens_once_that_batch_is_sent() -> None:
+    # linger.ms sends batches of 5 records (596 bytes); the second passes batch.size while it still
+    # has room, so the switch waits, and comes with the first record after that batch left.
+    with checked_cluster(3) as c:
+        c.create_topic("t", partitions=4, replication_factor=1)
+        p = c.producer(batch_size=1000, linger_ms=50)
+        futures = []
+        for _ in range(40):
+            futures += [p.send("t", "x" * 100) for _ in range(5)]
+            c.run_for(100)
         p.flush()
-        assert len({f.result().partition for f in many}) > 1  # full batches move on
+        runs = _runs([f.result().partition for f in futures])
+        assert len(runs) > 5
+        assert all(run % 10 == 0 for run in runs[:-1]), runs  # two batches a partition (or 4, 6...)
+
+
+def test_batch_size_zero_sends_each_record_in_a_batch_of_its_own() -> None:
+    with checked_cluster(1) as c:
+        c.create_topic("t")
+        c.create_topic("u", partitions=2)
+        p = c.producer(batch_size=0)
+        for i in range(6):
+            p.send("t", f"r{i}")
+        p.flush()
+        assert c.brokers[1].stats.produce_requests == 6  # a request holds one batch per partition
+        spread = [p.send("u", f"r{i}") for i in range(6)]
+        p.flush()
+        assert len({f.result().partition for f in spread}) == 2  # a switch after every record
+
+
+def test_adaptive_partitioning_sends_fewer_records_to_a_slow_leader() -> None:
+    def spread(**config: object) -> Counter[int]:
+        with checked_cluster(3) as c:
+            c.create_topic("t", partitions=3, assignment={0: [1], 1: [2], 2: [3]})
+            p = c.producer(batch_size=500, **config)
+            c.slow_broker(3, 100)  # partition 2's leader answers 200 ms late: its queue grows
+            futures = []
+            for _ in range(1000):
+                futures += [p.send("t", "x" * 100) for _ in range(2)]
+                c.run_for(1)
+            p.flush()
+            return Counter(f.result().partition for f in futures)
+
+    adaptive = spread()
+    uniform = spread(partitioner_adaptive_partitioning_enable=False)
+    assert uniform[2] > 500  # about a third
+    assert adaptive[2] < 250  # the slow leader's partition gets far fewer
+    assert sum(adaptive.values()) == sum(uniform.values()) == 2000
+
+
+def test_a_leader_that_stopped_draining_gets_no_new_records_after_the_availability_timeout() -> None:
+    def late_spread(**config: object) -> Counter[int]:
+        with checked_cluster(3) as c:
+            c.create_topic("t", partitions=3, assignment={0: [1], 1: [2], 2: [3]})
+            p = c.producer(batch_size=500, **config)
+            p.send("t", "warm-up", partition=2)
+            p.flush()
+            c.pause_broker(3)  # partition 2's leader holds every request: its in-flight limit fills
+            for _ in range(500):
+                p.send("t", "x" * 100)
+                c.run_for(1)
+            late = []
+            for _ in range(1000):
+                late.append(p.send("t", "x" * 100))
+                c.run_for(1)
+            c.resume_broker(3)
+            p.flush()
+            return Counter(f.result().partition for f in late)
+
+    assert late_spread(partitioner_availability_timeout_ms=200)[2] == 0
+    assert late_spread()[2] > 0  # without the timeout it only weighs partition 2 down
+
+
+def test_partitioner_ignore_keys_spreads_keyed_records_like_unkeyed_ones() -> None:
+    with checked_cluster(3) as c:
+        c.create_topic("t", partitions=4, replication_factor=1)
+        hashed = c.producer(batch_size=500)
+        spread = c.producer(batch_size=500, partitioner_ignore_keys=True)
+        by_key = [hashed.send("t", "x" * 100, key="same") for _ in range(100)]
+        ignored = [spread.send("t", "x" * 100, key="same") for _ in range(100)]
+        hashed.flush()
+        spread.flush()
+        assert {f.result().partition for f in by_key} == {partition_for_key(b"same", 4)}
+        assert len({f.result().partition for f in ignored}) > 1
 
 
 def test_linger_and_batch_size_decide_how_records_are_grouped() -> None:
@@ -135,10 +239,24 @@ def test_acks_zero_gets_no_offset_back() -> None:
 
 def test_bad_producer_config_is_named() -> None:
     with checked_cluster(1) as c:
-        with pytest.raises(IllegalArgument, match="acks"):
+        with pytest.raises(
+            ConfigException, match=r"Invalid value '2' for configuration acks: must be one of all"
+        ):
             c.producer(acks="2")
-        with pytest.raises(IllegalArgument, match="unknown producer config"):
+        with pytest.raises(
+            ConfigException,
+            match=r"Unknown producer config name: bogus \(the lab's producers honour acks, batch\.size",
+        ):
             c.producer(bogus=1)
+        with pytest.raises(
+            ConfigException, match=r"Invalid value 'soon' for configuration linger\.ms: not a number"
+        ):
+            c.producer(linger_ms="soon")
+        with pytest.raises(
+            ConfigException, match=r"Invalid value -1 for configuration retries: must be at least 0"
+        ):
+            c.producer(retries=-1)
+        assert c.clients == {}  # nothing was made
 
 
 def test_unknown_topic_fails_after_max_block_ms() -> None:
@@ -220,3 +338,183 @@ def test_max_in_flight_one_keeps_a_single_request_outstanding_per_broker() -> No
         assert max(seen) == 1
         p.flush()
         assert p.acked == 30
+
+
+# Kafka's checks when a producer or consumer is made (ProducerConfig, KafkaProducer, ConsumerConfig).
+
+
+def test_a_delivery_timeout_shorter_than_linger_plus_request_timeout_is_refused() -> None:
+    with checked_cluster(1) as c:
+        with pytest.raises(
+            ConfigException,
+            match=r"^INVALID_CONFIG: delivery\.timeout\.ms should be equal to or larger than "
+            r"linger\.ms \+ request\.timeout\.ms$",
+        ):
+            c.producer(delivery_timeout_ms=5000, linger_ms=100, request_timeout_ms=5000)
+        assert c.clients == {}
+        # Equal is enough; and a delivery timeout left at its default grows to the sum, as in Kafka.
+        assert (
+            c.producer(delivery_timeout_ms=5100, linger_ms=100, request_timeout_ms=5000).delivery_timeout_ms
+            == 5100
+        )
+        assert c.producer(linger_ms=1000, request_timeout_ms=200_000).delivery_timeout_ms == 201_000
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        ({"retries": 0}, "Must set retries to non-zero when using the idempotent producer."),
+        (
+            {"acks": "1"},
+            "Must set acks to all in order to use the idempotent producer. Otherwise we cannot guarantee idempotence.",
+        ),
+        (
+            {"max_in_flight_requests_per_connection": 6},
+            "Must set max.in.flight.requests.per.connection to at most 5 to use the idempotent producer.",
+        ),
+        ({}, "enable.idempotence=true is not modelled by the lab yet"),
+    ],
+)
+def test_enable_idempotence_is_refused_with_kafkas_reason_first(
+    config: dict[str, object], message: str
+) -> None:
+    with checked_cluster(1) as c:
+        with pytest.raises(ConfigException) as info:
+            c.producer(enable_idempotence=True, **config)
+        assert info.value.message.startswith(message)
+        assert c.clients == {}
+
+
+@pytest.mark.parametrize("codec", ["gzip", "snappy", "lz4", "zstd"])
+def test_a_producer_compresses_with_any_of_kafkas_codecs_and_consumers_read_it(codec: str) -> None:
+    with checked_cluster(1) as c:
+        c.create_topic("t")
+        producer = c.producer(compression_type=codec, linger_ms=10)
+        futures = [producer.send("t", value=b"squeeze me %d " % i * 10) for i in range(50)]
+        c.run_until_true(lambda: all(f.done() for f in futures), 10_000)
+        assert [f.result().offset for f in futures] == list(range(50))
+        consumer = c.consumer()
+        consumer.assign([("t", 0)])
+        consumer.seek("t", 0, 0)
+        got = consumer.poll(timeout_ms=1_000)
+        assert [r.value for r in got] == [b"squeeze me %d " % i * 10 for i in range(50)]
+        batch = c.brokers[1].partitions[_tp("t", 0)].log.read(0, 1 << 20).records
+        assert read_header(batch).compression.name == codec.upper()
+
+
+def test_an_unknown_codec_is_refused_by_name() -> None:
+    with (
+        checked_cluster(1) as c,
+        pytest.raises(ConfigException, match=r"Invalid value 'brotli' for configuration compression\.type"),
+    ):
+        c.producer(compression_type="brotli")
+
+
+def test_bad_consumer_config_is_named() -> None:
+    with checked_cluster(1) as c:
+        with pytest.raises(ConfigException, match=r"Unknown consumer config name: fetch\.min\.byte "):
+            c.consumer(fetch_min_byte=1)
+        with pytest.raises(
+            ConfigException, match=r"Invalid value 'often' for configuration max\.poll\.records"
+        ):
+            c.consumer(max_poll_records="often")
+        with pytest.raises(
+            ConfigException, match=r"Invalid value 'oldest' for configuration auto\.offset\.reset"
+        ):
+            c.consumer(auto_offset_reset="oldest")
+        with pytest.raises(
+            ConfigException,
+            match=r"enable\.auto\.commit cannot be set to true when default group id \(null\) is used\.",
+        ):
+            c.consumer(enable_auto_commit=True)
+        with pytest.raises(ConfigException, match=r"'bogus' is not one of range, roundrobin"):
+            c.consumer("g", partition_assignment_strategy="bogus")
+        assert c.clients == {}
+        assert c.consumer(enable_auto_commit=False).config["enable.auto.commit"] == "false"
+
+
+# The futures send() returns.
+
+
+def test_each_record_gets_its_own_metadata_and_its_callbacks_in_order() -> None:
+    with checked_cluster(1) as c:
+        c.create_topic("t")
+        p = c.producer(linger_ms=10)
+        heard: list[tuple[str, int]] = []
+        early = p.send("t", "waits for metadata")  # no metadata yet: not in a batch
+        early.add_done_callback(lambda f: heard.append(("early", f.result().offset)))
+        c.run_for(5)
+        futures = [p.send("t", f"r{i}") for i in range(3)]
+        for i, f in enumerate(futures):
+            f.add_done_callback(lambda f, i=i: heard.append((f"r{i}", f.result().offset)))
+        assert not any(f.done() for f in futures)
+        p.flush()
+        assert heard == [("early", 0), ("r0", 1), ("r1", 2), ("r2", 3)]
+        assert [f.result().offset for f in futures] == [1, 2, 3]
+        assert futures[0].result() is futures[0].result()  # made once
+        late: list[int] = []
+        futures[2].add_done_callback(lambda f: late.append(f.result().offset))  # done: runs at once
+        assert late == [3]
+        assert c.ledger.of(_tp("t", 0))[2].value == b"r1"
+
+
+def test_a_task_can_await_a_send() -> None:
+    with checked_cluster(1) as c:
+        c.create_topic("t")
+        p = c.producer()
+
+        async def produce() -> int:
+            metadata = await p.send("t", "awaited")
+            return metadata.offset
+
+        task = Task.start(produce())
+        c.run_for(100)
+        assert task.outcome.result() == 0
+
+
+def test_a_failed_batch_fails_every_record_in_it() -> None:
+    with checked_cluster(3) as c:
+        c.create_topic("t", replication_factor=3, config={"min.insync.replicas": "3"})
+        c.kill_broker(3)
+        c.run_for(10_000)
+        p = c.producer(retries=0)
+        futures = [p.send("t", f"r{i}") for i in range(5)]
+        heard: list[str] = []
+        futures[4].add_done_callback(lambda f: heard.append(type(f.exception()).__name__))
+        p.flush()
+        assert all(isinstance(f.exception(), NotEnoughReplicas) for f in futures)
+        assert heard == ["NotEnoughReplicas"]
+        assert (p.acked, p.failed) == (0, 5)
+        assert c.ledger.count == 0
+
+
+# The acknowledgement ledger.
+
+
+def test_the_ledger_holds_every_acknowledged_record_of_a_batch_at_its_offset() -> None:
+    with checked_cluster(1) as c:
+        c.create_topic("t")
+        p = c.producer(client_id="writer")
+        for i in range(5):
+            p.send("t", f"v{i}", key=f"k{i}")
+        p.flush()
+        acked = c.ledger.of(_tp("t", 0))
+        assert [(o, r.key, r.value, r.acks, r.producer) for o, r in acked.items()] == [
+            (i, f"k{i}".encode(), f"v{i}".encode(), -1, "writer") for i in range(5)
+        ]
+        assert c.ledger.count == 5
+        assert c.ledger.highest_acks_all[_tp("t", 0)] == 4
+
+
+def test_the_ledger_keeps_the_newest_acknowledgements_of_a_partition_within_its_bound() -> None:
+    ledger = Ledger()
+    tp = _tp("t", 0)
+    limit = Ledger.LIMIT_PER_PARTITION
+    for base in range(0, 2 * limit, 500):
+        ledger.record_batch("p", tp, base, [(None, b"v")] * 500, acks=1, time_ms=0)
+        assert len(ledger.of(tp)) <= limit * 5 // 4
+    kept = ledger.of(tp)
+    assert len(kept) >= limit
+    assert max(kept) == 2 * limit - 1
+    assert list(kept) == sorted(kept)  # the newest, in offset order
+    assert ledger.count == 2 * limit

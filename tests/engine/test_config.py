@@ -2,23 +2,32 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+
 import pytest
 
 from lab.engine.cluster import Cluster
 from lab.engine.config import (
     BROKER_KEYS,
+    CONSUMER_KEYS,
+    KEYS,
+    PRODUCER_KEYS,
     TOPIC_KEYS,
     BrokerConfig,
+    ClientConfig,
     ConfigKey,
+    consumer_config,
     describe,
     effective_topic_config,
+    main,
+    producer_config,
     validate_broker_config,
     validate_topic_config,
 )
-from lab.engine.errors import InvalidConfig
+from lab.engine.errors import ConfigException, InvalidConfig
 from lab.engine.storage import LogConfig
 
-ALL_KEYS = [*BROKER_KEYS.values(), *TOPIC_KEYS.values()]
+ALL_KEYS = [key for keys in KEYS.values() for key in keys.values()]
 
 
 def _id(key: ConfigKey) -> str:
@@ -231,3 +240,119 @@ def test_a_topic_override_beats_the_brokers_value() -> None:
 def test_the_effective_topic_config_makes_a_valid_log_config() -> None:
     config = LogConfig.from_topic_config(effective_topic_config({}, BrokerConfig.of()))
     assert config == LogConfig()
+
+
+# Producer and consumer configs: the ones the lab's clients honour, Kafka 3.x's defaults.
+KAFKA_PRODUCER_DEFAULTS = {
+    "acks": "all",
+    "batch.size": "16384",
+    "linger.ms": "0",
+    "retries": "2147483647",
+    "retry.backoff.ms": "100",
+    "delivery.timeout.ms": "120000",
+    "request.timeout.ms": "30000",
+    "max.in.flight.requests.per.connection": "5",
+    "max.block.ms": "60000",
+    "compression.type": "none",
+    "enable.idempotence": "true",
+    "partitioner.adaptive.partitioning.enable": "true",
+    "partitioner.availability.timeout.ms": "0",
+    "partitioner.ignore.keys": "false",
+}
+KAFKA_CONSUMER_DEFAULTS = {
+    "group.id": "",
+    "group.instance.id": "",
+    "auto.offset.reset": "latest",
+    "enable.auto.commit": "true",
+    "auto.commit.interval.ms": "5000",
+    "fetch.max.wait.ms": "500",
+    "max.partition.fetch.bytes": "1048576",
+    "max.poll.records": "500",
+    "request.timeout.ms": "30000",
+    "retry.backoff.ms": "100",
+    "session.timeout.ms": "45000",
+    "heartbeat.interval.ms": "3000",
+    "max.poll.interval.ms": "300000",
+    "partition.assignment.strategy": "range,cooperative-sticky",
+}
+
+
+def test_the_client_keys_are_the_ones_the_clients_honour_with_kafkas_defaults() -> None:
+    assert {name: key.kafka_default for name, key in PRODUCER_KEYS.items()} == KAFKA_PRODUCER_DEFAULTS
+    assert {name: key.kafka_default for name, key in CONSUMER_KEYS.items()} == KAFKA_CONSUMER_DEFAULTS
+    # The one the lab changes, and says so: it does not model the idempotent producer.
+    assert [k.name for k in PRODUCER_KEYS.values() if k.lab_default is not None] == ["enable.idempotence"]
+    assert PRODUCER_KEYS["enable.idempotence"].default == "false"
+    assert not [k.name for k in CONSUMER_KEYS.values() if k.lab_default is not None]
+
+
+def test_the_assignors_a_consumer_may_name_are_the_engines() -> None:
+    from lab.engine.assignment import ASSIGNORS
+
+    assert set(CONSUMER_KEYS["partition.assignment.strategy"].choices) == set(ASSIGNORS)
+
+
+def test_client_configs_take_the_labs_defaults_under_what_was_given() -> None:
+    config = producer_config({"linger.ms": 5, "acks": "1"})
+    assert config.values["linger.ms"] == "5"
+    assert config.number("batch.size") == 16384
+    assert config.text("acks") == "1"
+    assert config.flag("enable.idempotence") is False
+    assert config.given == {"linger.ms", "acks"}
+    consumer = consumer_config({"group.id": "g", "partition.assignment.strategy": "sticky, range"})
+    assert consumer.names("partition.assignment.strategy") == ("sticky", "range")
+    assert consumer.values["partition.assignment.strategy"] == "sticky,range"
+
+
+@pytest.mark.parametrize(
+    ("make", "config", "problem"),
+    [
+        (
+            producer_config,
+            {"linger.ms": "-1"},
+            "Invalid value -1 for configuration linger.ms: must be at least 0",
+        ),
+        (
+            producer_config,
+            {"batch.size": "big"},
+            "Invalid value 'big' for configuration batch.size: not a number",
+        ),
+        (
+            producer_config,
+            {"acks": "2"},
+            "Invalid value '2' for configuration acks: must be one of all, -1, 0, 1",
+        ),
+        (producer_config, {"max.in.flight.requests.per.connection": 0}, "must be at least 1"),
+        (producer_config, {"partitioner.ignore.keys": "yes"}, "expected true or false"),
+        (producer_config, {"lingerms": 5}, "Unknown producer config name: lingerms"),
+        (producer_config, {"group.id": "g"}, "Unknown producer config name: group.id"),
+        (consumer_config, {"acks": "all"}, "Unknown consumer config name: acks"),
+        (consumer_config, {"session.timeout.ms": "1.5"}, "session.timeout.ms: not a number"),
+    ],
+)
+def test_a_bad_client_config_is_a_config_exception_naming_the_key(
+    make: Callable[[Mapping[str, object]], ClientConfig], config: dict[str, object], problem: str
+) -> None:
+    with pytest.raises(ConfigException) as info:
+        make(config)
+    assert problem in info.value.message
+    assert info.value.name == "INVALID_CONFIG"
+
+
+def test_python_m_lab_engine_config_prints_every_key_with_both_defaults(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main([]) == 0
+    out = capsys.readouterr().out
+    for scope, keys in KEYS.items():
+        assert f"{scope} configs ({len(keys)})" in out
+    lines = {line.split()[0]: line.split() for line in out.splitlines() if line.startswith("  ")}
+    assert lines["enable.idempotence"][1:3] == ["false", "true"]  # the lab's, then Kafka's
+    assert lines["replica.lag.time.max.ms"][1:3] == ["10000", "30000"]
+    assert lines["linger.ms"][1:3] == ["0", "0"]
+    assert main(["producer"]) == 0
+    only = capsys.readouterr().out
+    assert "producer configs" in only
+    assert "consumer configs" not in only
+    assert main(["producers"]) == 2
+    assert "unknown scope 'producers'" in capsys.readouterr().err

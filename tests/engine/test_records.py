@@ -191,6 +191,34 @@ def test_batch_builder_stops_at_batch_size_but_always_takes_one_record() -> None
     assert [r.timestamp for r in decode_records(batch)] == [100 + i for i in range(added)]
 
 
+def test_try_append_says_how_much_the_batch_grew_and_refusing_leaves_it_whole() -> None:
+    builder = BatchBuilder(batch_size=300)
+    first = builder.try_append(None, b"x" * 100, timestamp_ms=5)
+    assert first == len(builder.build())  # the header came with the first record
+    second = builder.try_append(b"key", b"y" * 100, timestamp_ms=4)  # an older timestamp: a negative delta
+    assert second > 0
+    assert builder.size_in_bytes == first + second == len(builder.build())
+    assert builder.try_append(None, b"z" * 100, timestamp_ms=6) == 0  # would pass 300 bytes
+    batch = builder.build()
+    assert len(batch) == first + second
+    assert [(r.key, r.value, r.timestamp) for r in decode_records(batch)] == [
+        (None, b"x" * 100, 5),
+        (b"key", b"y" * 100, 4),
+    ]
+
+
+def test_records_past_the_varint_table_encode_as_kafka_reads_them() -> None:
+    big = b"v" * 5000  # a length beyond the producer's table of small varints
+    builder = BatchBuilder(batch_size=1 << 20)
+    for i in range(5000):  # offset deltas past the table too
+        builder.append(b"k" if i % 2 else None, big if i == 4999 else b"s", timestamp_ms=10 + i)
+    records = decode_records(builder.build())
+    assert len(records) == 5000
+    assert records[-1].value == big
+    assert records[-1].timestamp == 10 + 4999
+    assert records[1].key == b"k"
+
+
 def test_empty_batches_are_refused() -> None:
     with pytest.raises(IllegalArgument):
         BatchBuilder().build()

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from django import template
+from django.conf import settings
 from django.template.loader import render_to_string
 from django.utils.safestring import SafeString, mark_safe
 
@@ -14,6 +15,7 @@ from lab import access
 from lab.classroom import attach, content
 from lab.classroom.copying import COPIED, NOT_COPIED
 from lab.classroom.models import Demo, DemoCopy, DemoViewer, ExerciseProgress, ScenarioLab
+from lab.hosts import student_urls
 from lab.models import Lab
 
 register = template.Library()
@@ -26,6 +28,15 @@ def markdown(text: str) -> SafeString:
 
 def _fragment(key: str, view: object) -> str:
     return render_to_string(attach.FRAGMENTS[key], {"v": view, "key": key})
+
+
+def _join_addresses(request: Any) -> dict[str, Any]:
+    """Where students open the lab (lab.hosts.student_urls), and whether it listens on loopback only."""
+    listen = settings.LAB_LISTEN
+    return {
+        "join_urls": student_urls(request.scheme, request.get_host(), listen),
+        "listening_here": listen is not None and listen.loopback,
+    }
 
 
 @register.simple_tag(takes_context=True)
@@ -47,6 +58,7 @@ def classroom_banner(context: template.Context, lab: Lab, can_act: bool) -> Safe
         "not_copied": NOT_COPIED,
     }
     if demo is not None and demo.active:
+        ctx.update(_join_addresses(request))
         attach.ensure_demo(demo)
         ctx["demo_live"] = _fragment(attach.DEMO_VIEW, attach.demo_view(lab.slug))
         ctx["watching"] = DemoViewer.objects.filter(demo=demo, user=user).exists()

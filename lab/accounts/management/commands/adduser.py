@@ -37,7 +37,9 @@ class Command(BaseCommand):
         if not username:
             raise CommandError("the user name is empty")
         if User.objects.filter(username=username).exists():
-            raise CommandError(f"there is a user {username!r} already (change their role in the admin)")
+            raise CommandError(
+                f"there is a user {username!r} already (change their role on the People page, /people/)"
+            )
         path: Path | None = options["password_file"]
         generated = path is None
         if path is None:

@@ -1,0 +1,68 @@
+"""Driving a scenario: the virtual-time budget holds inside a long wait, and a run can be interrupted and resumed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from lab.scenarios import parse
+from lab.scenarios.runner import ScenarioRun, cluster_for, drive, run_to_end
+
+LONG_WAIT = """\
+name: A long wait
+cluster: {brokers: 1}
+steps:
+  - create_topic: t
+  - wait: 3600000
+  - note: never reached
+"""
+
+
+def test_the_virtual_time_budget_holds_inside_a_long_wait() -> None:
+    report = run_to_end(parse(LONG_WAIT), max_virtual_ms=5_000)
+    assert report.time_ms == report.run.start_ms + 5_000  # stopped inside the wait, at the budget
+    assert not report.passed
+    results = report.run.results
+    assert [r.ok for r in results] == [True, False]
+    assert "ran past 5000 ms of virtual time" in results[-1].detail
+    assert report.run.done
+
+
+def test_an_interrupted_run_says_why_and_goes_on_from_where_it_stopped(tmp_path: Path) -> None:
+    scenario = parse(
+        "name: Steps\ncluster: {brokers: 1}\nsteps:\n  - create_topic: t\n  - wait: 200\n"
+        "  - produce: {topic: t, count: 3, acks: '1'}\n  - expect: {partition: t-0, hw: 3}\n"
+    )
+    cluster = cluster_for(scenario, tmp_path)
+    try:
+        run = ScenarioRun(scenario, cluster)
+        calls = 0
+
+        def interrupt() -> str | None:
+            nonlocal calls
+            calls += 1
+            return "time slice over" if calls == 3 else None
+
+        assert drive(run, interrupt=interrupt) == "time slice over"
+        assert not run.done
+        assert cluster.now_ms < 200  # stopped between engine steps inside the wait
+        assert drive(run) is None
+        assert run.passed, [r.to_dict() for r in run.results]
+    finally:
+        cluster.close()
+
+
+def test_abort_fails_the_step_under_way_and_runs_nothing_after_it(tmp_path: Path) -> None:
+    scenario = parse(LONG_WAIT)
+    cluster = cluster_for(scenario, tmp_path)
+    try:
+        run = ScenarioRun(scenario, cluster)
+        assert drive(run, interrupt=lambda: "cancelled" if cluster.now_ms > 100 else None) == "cancelled"
+        run.abort("cancelled by its owner")
+        assert run.done
+        assert [(r.label, r.ok, r.detail) for r in run.results] == [
+            ("create topic t (1 partitions, RF 1)", True, ""),
+            ("wait 3600000 ms", False, "cancelled by its owner"),
+        ]
+        assert drive(run) is None  # nothing left to run
+    finally:
+        cluster.close()
