@@ -32,3 +32,26 @@ def kill(server: ManagedZooKeeper) -> int:
     assert pid is not None, "ZooKeeper is not running"
     os.kill(pid, signal.SIGKILL)
     return pid
+
+
+class KillableZooKeeper:
+    """A managed ZooKeeper of a test's own, to kill (``kill()``) and let come back (``back()``)."""
+
+    def __init__(self, server: ManagedZooKeeper, held: HeldRestart) -> None:
+        self.server = server
+        self.held = held
+        self.hosts = server.hosts
+
+    def kill(self) -> int:
+        return kill(self.server)
+
+    def back(self, timeout_s: float = 90.0) -> None:
+        """Let the supervisor start it again, and wait until it serves."""
+        from tests.processes import wait_until
+
+        restarts = len(self.server.restarts)
+        self.held.release()
+        assert wait_until(lambda: len(self.server.restarts) > restarts, timeout_s), (
+            "ZooKeeper did not come back"
+        )
+        assert self.server.restarts[-1].error == "", self.server.restarts[-1].error

@@ -987,9 +987,18 @@ class Cluster:
         return groups_view(self)
 
     def reset_group_offsets(
-        self, group: str, topic: str, to: str | int, *, partitions: Sequence[int] | None = None
+        self,
+        group: str,
+        topic: str,
+        to: str | int,
+        *,
+        partitions: Sequence[int] | None = None,
+        attempts: int = 50,
     ) -> dict[str, int]:
         """kafka-consumer-groups.sh --reset-offsets: to "earliest", "latest", an offset, or {"timestamp": ms}.
+
+        While the group's coordinator is not available it tries ``attempts`` times, 200 ms apart, as
+        Kafka's tool does; a live lab's driver asks once and tries again on its next ticks instead.
 
         Only for an inactive group, as Kafka allows; returns the offsets committed, by "topic/partition".
         """
@@ -1041,7 +1050,7 @@ class Cluster:
             committer.assign(list(offsets))
             wanted = {(tp.topic, tp.partition): o for tp, o in offsets.items()}
             # A first group may find __consumer_offsets still being created: retry, as Kafka's tool does.
-            for attempt in range(50):
+            for attempt in range(attempts):
                 try:
                     committer.commit(wanted)
                     break
@@ -1050,7 +1059,7 @@ class Cluster:
                     errors.NotCoordinator,
                     errors.CoordinatorLoadInProgress,
                 ):
-                    if attempt == 49:
+                    if attempt >= attempts - 1:
                         raise
                     self.run_for(200)
         finally:
