@@ -288,7 +288,7 @@ class ZooKeeperStore:
                 f"ZooKeeper is not answering: the lab lost every connection to {self.hosts}" if out else None
             )
             outage = self._outage
-        self._post(lambda: self._tell_outage(outage))
+            self._post(lambda: self._tell_outage(outage))  # under the lock: told in the order it changed
 
     def _tell_outage(self, outage: str | None) -> None:
         if self._closed:
