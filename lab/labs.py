@@ -182,6 +182,12 @@ def live_of(lab: Lab) -> LiveLab:
     )
 
 
+def zookeeper_outage(lab: Lab | None) -> str:
+    """ "ZooKeeper is not answering ..." while the lab runs and cannot reach it; "" otherwise (starts nothing)."""
+    running = runtime.get(lab.slug) if lab is not None else None
+    return running.zookeeper_outage if running is not None else ""
+
+
 def boot() -> list[LiveLab]:
     """Start every lab (the demo one included), and hook the classroom back into them:
     what ``make run`` does after migrating."""

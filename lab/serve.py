@@ -120,7 +120,8 @@ def main(argv: list[str] | None = None) -> int:
             _say(f"ZooKeeper: {hosts} from {ENV_VAR} ({answer})")
         else:
             try:
-                zookeeper = ManagedZooKeeper(data_dir / "zookeeper")
+                # If it dies, it is started again (with backoff) and says so here.
+                zookeeper = ManagedZooKeeper(data_dir / "zookeeper", report=_say)
                 _say("ZooKeeper: starting a managed server...")
                 hosts = zookeeper.start(timeout_s=60)
             except (ZooKeeperNotInstalled, ZooKeeperStartError) as error:

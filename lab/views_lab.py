@@ -22,7 +22,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from lab import access
 from lab.engine.config import TOPIC_KEYS
-from lab.engine.errors import IllegalArgument, KafkaError
+from lab.engine.errors import IllegalArgument, KafkaError, ZooKeeperNotAvailable
 from lab.labs import asave_spec, live_of
 from lab.models import Lab
 from lab.runtime.actions import PARSERS
@@ -99,6 +99,8 @@ async def act(request: HttpRequest, slug: str, action: str) -> HttpResponse:
         result = await asyncio.wait_for(asyncio.wrap_future(future), ACT_TIMEOUT_S)
     except IllegalArgument as error:
         return _toast(False, f"{error.name}: {error.message}", status=400)
+    except ZooKeeperNotAvailable as error:
+        return _toast(False, f"{error.name}: {error.message}", status=503)
     except KafkaError as error:
         return _toast(False, f"{error.name}: {error.message}", status=409)
     except TimeoutError:

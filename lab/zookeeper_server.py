@@ -13,6 +13,12 @@ kernel sends it SIGTERM if we die, even by SIGKILL (``PR_SET_PDEATHSIG``).
 That last guard needs start() on the main thread (the death signal follows the
 starting *thread*); from another thread the server runs without it.
 
+A server that dies on its own (``kill -9``, a JVM crash) is not left a zombie: a
+supervisor thread waits on it, so its exit is collected at once, and starts it again
+on the same port (every client and proxy of the labs knows that address), after a
+backoff that doubles with each exit that comes soon after a start (0.5 s, 1 s, 2 s ...
+at most 30 s). Its data directory is kept, so the znodes and the sessions come back.
+
 ``LAB_ZOOKEEPER=host:port,...`` points the lab at an existing ensemble
 instead; :func:`zookeeper_hosts` then starts nothing.
 """
@@ -22,6 +28,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import ctypes
+import logging
 import os
 import re
 import shutil
@@ -31,8 +38,9 @@ import subprocess
 import sys
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import TracebackType
 
@@ -51,6 +59,11 @@ FOUR_LETTER_WORDS = "ruok,srvr,stat,mntr,conf,cons,dump,wchs"
 _OPTIONAL_JARS = ("zookeeper-jute.jar", "slf4j-log4j12.jar", "log4j-1.2.jar")
 
 _PR_SET_PDEATHSIG = 1
+
+RESTART_BACKOFF_S = (0.5, 30.0)  # the first wait before starting a dead server again, and the longest
+STABLE_S = 60.0  # a server that served this long before it died starts again after the first wait
+
+log = logging.getLogger(__name__)
 
 
 class ZooKeeperNotInstalled(RuntimeError):
@@ -109,14 +122,16 @@ def four_letter_word(address: str, word: str, timeout_s: float = 1.0) -> str:
     return b"".join(chunks).decode("utf-8", errors="replace")
 
 
-def _death_signal_setter() -> Callable[[], None] | None:
+def _death_signal_setter(*, thread_outlives_child: bool = False) -> Callable[[], None] | None:
     """What the child runs between fork and exec so the kernel ends it when we die.
 
-    Linux only, and only from the main thread: PR_SET_PDEATHSIG fires when the *thread*
-    that forked the child exits, and a worker thread may exit long before the process.
-    prctl is looked up here, in the parent: the child must not dlopen between fork and exec.
+    Linux only, and only from the main thread or from a thread that outlives the child (the
+    supervisor): PR_SET_PDEATHSIG fires when the *thread* that forked the child exits, and a
+    worker thread may exit long before the process. prctl is looked up here, in the parent:
+    the child must not dlopen between fork and exec.
     """
-    if sys.platform != "linux" or threading.current_thread() is not threading.main_thread():
+    on_main = threading.current_thread() is threading.main_thread()
+    if sys.platform != "linux" or not (on_main or thread_outlives_child):
         return None
     prctl = ctypes.CDLL(None, use_errno=True).prctl
     parent = os.getpid()
@@ -134,6 +149,34 @@ def _death_signal_setter() -> Callable[[], None] | None:
 class _Running:
     process: subprocess.Popen[bytes]
     port: int
+    started_at: float  # time.monotonic()
+
+
+def describe_exit(status: int) -> str:
+    """A Popen return code in words: "was killed by SIGKILL", "exited with status 1"."""
+    if status < 0:
+        try:
+            return f"was killed by {signal.Signals(-status).name}"
+        except ValueError:
+            return f"was killed by signal {-status}"
+    return f"exited with status {status}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Restart:
+    """One exit of the managed server that nobody asked for, and what the supervisor did about it."""
+
+    pid: int
+    status: int  # Popen's return code: negative for the signal that killed it
+    reaped_at: float  # time.monotonic() when its exit was collected (it is no zombie from then on)
+    delay_s: float  # the backoff waited before starting it again
+    started_at: float | None = None  # when the new server was launched
+    new_pid: int | None = None
+    error: str = ""  # why the new server did not serve, if it did not
+
+    @property
+    def how(self) -> str:
+        return describe_exit(self.status)
 
 
 class ManagedZooKeeper:
@@ -155,6 +198,10 @@ class ManagedZooKeeper:
         fresh: bool = False,
         java_dir: Path = JAVA_DIR,
         java: str | None = None,
+        restart: bool = True,
+        restart_backoff_s: tuple[float, float] = RESTART_BACKOFF_S,
+        stable_s: float = STABLE_S,
+        report: Callable[[str], None] | None = None,
     ) -> None:
         if not 0 < min_session_timeout_ms <= max_session_timeout_ms:
             raise ValueError(
@@ -169,9 +216,18 @@ class ManagedZooKeeper:
         self._fresh = fresh
         self._java_dir = java_dir
         self._java = java
+        if not 0 < restart_backoff_s[0] <= restart_backoff_s[1]:
+            raise ValueError(f"need 0 < first <= longest restart backoff, got {restart_backoff_s}")
         self._running: _Running | None = None
         self._log_offsets: dict[Path, int] = {}
         self._lock = threading.Lock()
+        self._restart = restart
+        self._backoff = restart_backoff_s
+        self._stable_s = stable_s
+        self._report = report or (lambda text: log.warning("%s", text))
+        self._stopping = threading.Event()
+        self._supervisor: threading.Thread | None = None
+        self._restarts: deque[Restart] = deque(maxlen=50)
 
     # -- paths ---------------------------------------------------------------
 
@@ -209,6 +265,12 @@ class ManagedZooKeeper:
     def running(self) -> bool:
         return self._running is not None and self._running.process.poll() is None
 
+    @property
+    def restarts(self) -> tuple[Restart, ...]:
+        """The server's unasked-for exits and restarts, oldest first (the last 50)."""
+        with self._lock:
+            return tuple(self._restarts)
+
     # -- lifecycle -----------------------------------------------------------
 
     def start(self, timeout_s: float = 30.0) -> str:
@@ -216,6 +278,7 @@ class ManagedZooKeeper:
         with self._lock:
             if self._running is not None:
                 return self.hosts
+            self._stopping.clear()
             install = find_install(self._java_dir, self._java)
             if self._fresh and self.data_dir.exists():
                 shutil.rmtree(self.data_dir)
@@ -225,9 +288,9 @@ class ManagedZooKeeper:
             attempts = 1 if self._requested_port else 3
             for attempt in range(attempts):
                 port = self._requested_port or free_port()
-                self._launch(install, port)
+                running = self._launch(install, port)
                 try:
-                    self._wait_until_serving(deadline)
+                    self._wait_until_serving(running, deadline)
                 except ZooKeeperStartError:
                     lost_race = "Address already in use" in self._log_tail()
                     self._terminate()
@@ -236,12 +299,20 @@ class ManagedZooKeeper:
                     raise
                 break
             atexit.register(self.stop)
+            self._supervisor = threading.Thread(
+                target=self._supervise, name="zookeeper-supervisor", daemon=True
+            )
+            self._supervisor.start()
             return self.hosts
 
     def stop(self, timeout_s: float = 10.0) -> None:
         """Stop the server and everything in its process group; safe to call twice."""
+        self._stopping.set()  # first, so the supervisor does not start it again
         with self._lock:
             self._terminate(timeout_s)
+            supervisor, self._supervisor = self._supervisor, None
+        if supervisor is not None and supervisor is not threading.current_thread():
+            supervisor.join(timeout_s)
         atexit.unregister(self.stop)
 
     def __enter__(self) -> ManagedZooKeeper:
@@ -285,7 +356,7 @@ class ManagedZooKeeper:
             "log4j.appender.FILE.layout.ConversionPattern=%d{ISO8601} %-5p [%t:%C{1}@%L] %m%n\n"
         )
 
-    def _launch(self, install: ZooKeeperInstall, port: int) -> None:
+    def _launch(self, install: ZooKeeperInstall, port: int, *, supervisor: bool = False) -> _Running:
         self._write_config(port)
         conf_dir = self.base_dir / "conf"
         classpath = os.pathsep.join((str(conf_dir), *install.classpath))
@@ -317,13 +388,13 @@ class ManagedZooKeeper:
                 stderr=subprocess.STDOUT,
                 cwd=self.base_dir,
                 start_new_session=True,  # our Ctrl-C does not reach it; we stop it in order
-                preexec_fn=_death_signal_setter(),
+                preexec_fn=_death_signal_setter(thread_outlives_child=supervisor),
             )
-        self._running = _Running(process=process, port=port)
+        self._running = _Running(process=process, port=port, started_at=time.monotonic())
+        return self._running
 
-    def _wait_until_serving(self, deadline: float) -> None:
-        assert self._running is not None
-        process, address = self._running.process, f"127.0.0.1:{self._running.port}"
+    def _wait_until_serving(self, running: _Running, deadline: float) -> None:
+        process, address = running.process, f"127.0.0.1:{running.port}"
         last_error = "no answer yet"
         while time.monotonic() < deadline:
             if process.poll() is not None:
@@ -353,6 +424,58 @@ class ManagedZooKeeper:
                 if text:
                     parts.append(f"--- last lines of {path} ---\n" + "\n".join(text))
         return "\n".join(parts) or f"(nothing written to the logs under {self.base_dir})"
+
+    def _supervise(self) -> None:
+        """Wait on the server (collecting its exit, so it is never a zombie) and, with ``restart``,
+        start it again after a backoff when it dies on its own. Ends when stop() is called."""
+        delay = self._backoff[0]
+        while True:
+            running = self._running
+            if running is None or self._stopping.is_set():
+                return
+            status = running.process.wait()
+            reaped_at = time.monotonic()
+            if self._stopping.is_set() or self._running is not running:
+                return  # stopped on purpose
+            if not self._restart:
+                self._report(f"ZooKeeper (pid {running.process.pid}) {describe_exit(status)}")
+                return
+            if reaped_at - running.started_at >= self._stable_s:
+                delay = self._backoff[0]
+            self._report(
+                f"ZooKeeper (pid {running.process.pid}) {describe_exit(status)}; "
+                f"starting it again in {delay:g} s on 127.0.0.1:{running.port}"
+            )
+            restart = Restart(pid=running.process.pid, status=status, reaped_at=reaped_at, delay_s=delay)
+            if self._stopping.wait(delay):
+                return
+            restart = self._relaunch(running, restart)
+            with self._lock:
+                self._restarts.append(restart)
+            if restart.error:
+                self._report(f"ZooKeeper did not start again: {restart.error.splitlines()[0]}")
+            else:
+                self._report(f"ZooKeeper serves again on 127.0.0.1:{running.port} (pid {restart.new_pid})")
+            delay = min(delay * 2, self._backoff[1])
+
+    def _relaunch(self, dead: _Running, restart: Restart) -> Restart:
+        """Start the server again on the port it had; what happened, as ``restart`` filled in."""
+        with self._lock:
+            if self._stopping.is_set() or self._running is not dead:
+                return restart
+            try:
+                running = self._launch(find_install(self._java_dir, self._java), dead.port, supervisor=True)
+            except (OSError, ZooKeeperNotInstalled) as problem:
+                return replace(restart, error=str(problem))
+        restart = replace(restart, started_at=running.started_at, new_pid=running.process.pid)
+        try:
+            self._wait_until_serving(running, time.monotonic() + 60)
+        except ZooKeeperStartError as problem:
+            # Not serving: end it, and let the next turn of the loop collect it and try again.
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(running.process.pid, signal.SIGKILL)
+            return replace(restart, error=str(problem))
+        return restart
 
     def _terminate(self, timeout_s: float = 10.0) -> None:
         running, self._running = self._running, None

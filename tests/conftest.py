@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from lab.zookeeper_server import ENV_VAR, ManagedZooKeeper
+from tests.zkoutage import HeldRestart, KillableZooKeeper
 
 
 @pytest.fixture(scope="session")
@@ -27,6 +29,23 @@ def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     try:
         yield server.start(timeout_s=60)
     finally:
+        server.stop()
+
+
+@pytest.fixture
+def killable_zookeeper(tmp_path: Path) -> Iterator[KillableZooKeeper]:
+    """A real ZooKeeper of this test's own, to kill -9: its supervisor starts it again (same port, same
+    data) only once the test calls ``back()``. Labs the test started are stopped before it."""
+    held = HeldRestart()
+    server = ManagedZooKeeper(tmp_path / "zookeeper", restart_backoff_s=(0.5, 2.0), report=held)
+    server.start(timeout_s=60)
+    try:
+        yield KillableZooKeeper(server, held)
+    finally:
+        from lab.runtime.manager import runtime
+
+        runtime.stop_all()
+        held.release()
         server.stop()
 
 

@@ -8,9 +8,11 @@ import pytest
 from django.test import Client
 from pytest_django.fixtures import Settings
 
+from lab.classroom.models import ExerciseProgress
 from lab.labs import live_of
 from lab.models import Lab
 from tests.labhelpers import make_lab, make_user
+from tests.zkoutage import KillableZooKeeper
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("stop_labs")]
 
@@ -125,3 +127,44 @@ def test_controls_need_a_login_and_a_csrf_token(settings: Settings) -> None:
     strict = Client(enforce_csrf_checks=True)
     strict.force_login(user)  # type: ignore[arg-type]
     assert strict.post(f"/labs/{lab.slug}/act/kill/", {"broker": "1"}).status_code == 403
+
+
+@pytest.mark.django_db(transaction=True)  # the exercise's grading saves from its own thread
+def test_every_page_of_a_lab_says_when_zookeeper_is_not_answering(
+    client: Client, settings: Settings, killable_zookeeper: KillableZooKeeper
+) -> None:
+    settings.LAB_ZOOKEEPER = killable_zookeeper.hosts
+    user = make_user()
+    client.force_login(user)  # type: ignore[arg-type]
+    lab = make_lab(user, config={"zookeeper.session.timeout.ms": "6000"})
+    _running(lab)
+    live = live_of(lab)
+    ExerciseProgress.objects.create(user=user, exercise="1-partitions-and-offsets", lab=lab)
+    pages = (f"/labs/{lab.slug}/", f"/labs/{lab.slug}/admin/", "/exercises/1-partitions-and-offsets/")
+    for url in pages:
+        assert 'data-zookeeper="not-answering"' not in client.get(url).content.decode()
+
+    killable_zookeeper.kill()
+    live.wait_for_frame(lambda f: bool(f.views["status"].zookeeper_outage), 10)  # type: ignore[attr-defined]
+    said = f"ZooKeeper is not answering: the lab lost every connection to {killable_zookeeper.hosts}."
+    for url in pages:
+        page = client.get(url).content.decode()
+        assert 'data-zookeeper="not-answering"' in page, url
+        assert said in page, url
+        assert "The lab resumes by itself when it does." in page
+    # The lab page's banner is its live status fragment: the websocket carries it to open pages.
+    assert said in live.render_full()
+    # A control that needs ZooKeeper answers at once, by name.
+    answer = client.post(f"/labs/{lab.slug}/act/restart/", {"broker": "1"})
+    assert answer.status_code == 409  # broker 1 runs: the state refuses it first
+    client.post(f"/labs/{lab.slug}/act/kill/", {"broker": "1"})
+    answer = client.post(f"/labs/{lab.slug}/act/restart/", {"broker": "1"})
+    assert answer.status_code == 503
+    assert "ZOOKEEPER_NOT_AVAILABLE: ZooKeeper is not answering" in answer.content.decode()
+    assert "broker 1 cannot start without it" in answer.content.decode()
+
+    killable_zookeeper.back()
+    live.wait_for_frame(lambda f: not f.views["status"].zookeeper_outage, 30)  # type: ignore[attr-defined]
+    for url in pages:  # the banner goes (the timeline keeps what happened)
+        assert 'data-zookeeper="not-answering"' not in client.get(url).content.decode()
+    assert client.post(f"/labs/{lab.slug}/act/restart/", {"broker": "1"}).status_code == 200

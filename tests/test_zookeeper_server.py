@@ -32,7 +32,7 @@ from lab.zookeeper_server import (
     zookeeper_hosts,
     zookeeper_status,
 )
-from tests.processes import alive, group_members, pids_mentioning, wait_until
+from tests.processes import alive, group_members, pids_mentioning, state, wait_until
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -307,6 +307,82 @@ def test_normal_exit_without_stop_stops_zookeeper(tmp_path: Path) -> None:
     finally:
         for pid in pids_mentioning(str(tmp_path)):
             os.kill(pid, signal.SIGKILL)
+
+
+# -- a server that dies on its own ---------------------------------------------------------------
+
+
+def test_a_killed_server_is_reaped_and_started_again_with_backoff(tmp_path: Path) -> None:
+    said: list[str] = []
+    server = ManagedZooKeeper(tmp_path, restart_backoff_s=(0.3, 5.0), report=said.append)
+    hosts = server.start(timeout_s=60)
+    client = _kazoo(hosts)
+    try:
+        client.create("/kept", b"yes")
+        session = client.client_id[0]
+        first = server.pid
+        assert first is not None
+        os.kill(first, signal.SIGKILL)
+        # Its exit is collected at once: no zombie left behind, restarted or not.
+        assert wait_until(lambda: state(first) is None, 10), f"pid {first} is {state(first)}"
+        assert wait_until(lambda: len(server.restarts) == 1, 90)
+        [restart] = server.restarts
+        assert (restart.pid, restart.how, restart.error) == (first, "was killed by SIGKILL", "")
+        assert restart.new_pid == server.pid != first
+        assert restart.started_at is not None
+        assert restart.started_at - restart.reaped_at >= restart.delay_s == 0.3
+        assert server.running
+        assert server.hosts == hosts, "it must come back where every client looks"
+        assert f"ZooKeeper (pid {first}) was killed by SIGKILL; starting it again in 0.3 s" in said[0]
+        # Its data came back, and the client's session with it (the server restarts session timers).
+        assert wait_until(lambda: client.connected, 30)
+        assert client.get("/kept")[0] == b"yes"
+        assert client.client_id[0] == session
+
+        # Dead again right after a start: the wait doubles.
+        second = restart.new_pid
+        assert second is not None
+        os.kill(second, signal.SIGKILL)
+        assert wait_until(lambda: len(server.restarts) == 2, 90)
+        assert server.restarts[1].delay_s == 0.6
+        assert state(second) is None
+        assert server.running
+    finally:
+        client.stop()
+        client.close()
+        server.stop()
+    assert pids_mentioning(str(tmp_path)) == []
+
+
+def test_stop_during_the_backoff_starts_nothing(tmp_path: Path) -> None:
+    said: list[str] = []
+    server = ManagedZooKeeper(tmp_path, restart_backoff_s=(30.0, 30.0), report=said.append)
+    server.start(timeout_s=60)
+    pid = server.pid
+    assert pid is not None
+    os.kill(pid, signal.SIGKILL)
+    assert wait_until(lambda: any("starting it again in 30 s" in line for line in said), 10)
+    server.stop()  # wakes the supervisor out of its wait
+    assert server.restarts == ()
+    assert not server.running
+    assert state(pid) is None
+    assert pids_mentioning(str(tmp_path)) == []
+
+
+def test_without_restart_a_dead_server_is_still_reaped(tmp_path: Path) -> None:
+    said: list[str] = []
+    server = ManagedZooKeeper(tmp_path, restart=False, report=said.append)
+    server.start(timeout_s=60)
+    pid = server.pid
+    assert pid is not None
+    try:
+        os.kill(pid, signal.SIGKILL)
+        assert wait_until(lambda: bool(said), 10)  # said once its exit is collected
+        assert said == [f"ZooKeeper (pid {pid}) was killed by SIGKILL"]
+        assert state(pid) is None
+        assert not server.running
+    finally:
+        server.stop()
 
 
 # -- clear errors --------------------------------------------------------------------------------

@@ -16,19 +16,16 @@ from typing import TYPE_CHECKING, Any
 
 from lab.adminpanel.rows import is_internal
 from lab.engine.errors import (
-    CoordinatorLoadInProgress,
-    CoordinatorNotAvailable,
     ElectionNotNeeded,
     IllegalArgument,
     InvalidPartitions,
     InvalidRequest,
     LeaderNotAvailable,
-    NotCoordinator,
     PreferredLeaderNotAvailable,
     UnknownTopicOrPartition,
 )
 from lab.engine.ids import TopicPartition
-from lab.runtime.actions import Act, Waiting, acks_waiting
+from lab.runtime.actions import Act, Waiting, acks_waiting, retrying
 from lab.runtime.spec import TopicSpec
 
 if TYPE_CHECKING:
@@ -401,36 +398,36 @@ def produce(
 # ---------------------------------------------------------------------------- groups
 
 
-COORDINATOR_TRIES = 25
-COORDINATOR_BACKOFF_MS = 200  # Kafka's retry.backoff.ms is 100; the lab's coordinators load in a few
+COORDINATOR_WAIT_S = 5.0  # how long a reset waits for the group's coordinator
 
 
 def reset_offsets(
     group: str, topic: str, to: str | int | dict[str, int], partitions: Sequence[int] | None
 ) -> Act:
-    def run(lab: LiveLab) -> str:
+    def run(lab: LiveLab) -> Waiting:
         cluster = lab.cluster
-        for attempt in range(COORDINATOR_TRIES):
-            try:
-                done = cluster.reset_group_offsets(
-                    group,
-                    topic,
-                    to,  # type: ignore[arg-type]  # the engine takes {"timestamp": ms} too
-                    partitions=None if partitions is None else list(partitions),
-                )
-                break
-            except (CoordinatorNotAvailable, NotCoordinator, CoordinatorLoadInProgress):
-                # As Kafka's tool does, wait for the coordinator: the lab's first group creates
-                # __consumer_offsets, and a new coordinator loads its groups first.
-                if attempt == COORDINATOR_TRIES - 1:
-                    raise
-                cluster.run_for(COORDINATOR_BACKOFF_MS)
         how = (
             f"the time {to['timestamp']} ms"
             if isinstance(to, dict)
             else (f"offset {to}" if isinstance(to, int) else f"the {to} offset")
         )
-        moved = ", ".join(f"{k.replace('/', '-')} → {v}" for k, v in done.items())
-        return f"Group {group}'s offsets of {topic} reset to {how}: {moved}."
+
+        def said(done: dict[str, int]) -> str:
+            moved = ", ".join(f"{k.replace('/', '-')} → {v}" for k, v in done.items())
+            return f"Group {group}'s offsets of {topic} reset to {how}: {moved}."
+
+        # As Kafka's tool does, wait for the coordinator (the lab's first group creates
+        # __consumer_offsets, and a new coordinator loads its groups first), between the driver's ticks.
+        return retrying(
+            lambda: cluster.reset_group_offsets(
+                group,
+                topic,
+                to,  # type: ignore[arg-type]  # the engine takes {"timestamp": ms} too
+                partitions=None if partitions is None else list(partitions),
+                attempts=1,
+            ),
+            then=said,
+            wait_s=COORDINATOR_WAIT_S,
+        )
 
     return run

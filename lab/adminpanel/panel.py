@@ -69,6 +69,7 @@ class Panel:
             "read_only": READ_ONLY,
             "kafka_version": settings.LAB_KAFKA_VERSION,
             "section": "groups" if template.startswith("adminpanel/groups") else "topics",
+            "zookeeper_outage": self.live.zookeeper_outage,
             **context,
         }
         html = render_to_string(template, ctx, request=self.request)

@@ -1,7 +1,8 @@
 """Reaching a lab from an async view: who may, then work on its driver thread, awaited with a deadline.
 
 A Cluster is not thread-safe: everything that reads or changes one runs on its lab's driver thread
-(``live.submit``), and the view awaits the Future (``asyncio.wrap_future``). A lab that does not
+(``live.submit``), and the view awaits the Future (``asyncio.wrap_future``). What needs engine time
+answers through ``settle`` or ``actions.retrying``, so no call holds the driver; a lab that does not
 answer in ``WAIT_S`` is a 504, never a hung request.
 """
 
@@ -17,7 +18,6 @@ from django.http import HttpRequest
 
 from lab import access
 from lab.api.errors import LabTimeout
-from lab.engine.errors import KafkaError
 from lab.labs import asave_spec, live_of
 from lab.models import Lab
 from lab.runtime import actions
@@ -76,20 +76,3 @@ def settle(
     """An answer that needs engine time: the driver checks ``ready`` every tick, and answers
     ``result()`` when it holds or when ``wait_s`` has passed (a paused clock never gets there)."""
     return actions.Waiting(ready=ready, result=result, on_timeout=result, deadline=time.monotonic() + wait_s)
-
-
-RETRY_BACKOFF_MS = 100  # Kafka's retry.backoff.ms
-
-
-def retrying(lab: LiveLab, fn: Callable[[], T], *, timeout_ms: int = 15_000) -> T:
-    """``fn()`` on the driver thread, again after retry.backoff.ms while it fails with a retriable error
-    (COORDINATOR_NOT_AVAILABLE while __consumer_offsets is being created, say), as Kafka's clients do."""
-    cluster = lab.cluster
-    deadline = cluster.now_ms + timeout_ms
-    while True:
-        try:
-            return fn()
-        except KafkaError as error:
-            if not error.retriable or cluster.now_ms >= deadline:
-                raise
-        cluster.run_until_true(lambda: False, RETRY_BACKOFF_MS)

@@ -2,8 +2,9 @@
 
 The HTTP code says what kind of mistake it was: 400 bad input (``INVALID_*``, ``ILLEGAL_ARGUMENT``, a
 request that does not match the schema), 401 no or bad token, 403 not allowed, 404 unknown, 409 the
-cluster's state refuses it (``NOT_ENOUGH_REPLICAS``, ``NON_EMPTY_GROUP``, ``ILLEGAL_STATE``...), 504 the
-lab did not answer in time. Bad input never gets a 500.
+cluster's state refuses it (``NOT_ENOUGH_REPLICAS``, ``NON_EMPTY_GROUP``, ``ILLEGAL_STATE``...), 503 the
+lab cannot reach ZooKeeper and the call needs it (``ZOOKEEPER_NOT_AVAILABLE``, with ``Retry-After``), 504
+the lab did not answer in time. Bad input never gets a 500.
 """
 
 from __future__ import annotations
@@ -62,6 +63,7 @@ BAD_INPUT: tuple[type[KafkaError], ...] = (
 )
 NOT_FOUND: tuple[type[KafkaError], ...] = (kafka.UnknownTopicOrPartition, kafka.GroupIdNotFound, NotFound)
 TIMED_OUT: tuple[type[KafkaError], ...] = (kafka.KafkaTimeout, kafka.RequestTimedOut, LabTimeout)
+RETRY_AFTER_S = 2  # what a 503 tells a client to wait: the managed ZooKeeper's first restarts come sooner
 
 # Documented on every operation, so clients (and schemathesis) know the shape of each failure.
 ERRORS: dict[int, Any] = {
@@ -70,6 +72,7 @@ ERRORS: dict[int, Any] = {
     403: ErrorOut,
     404: ErrorOut,
     409: ErrorOut,
+    503: ErrorOut,
     504: ErrorOut,
 }
 
@@ -79,6 +82,8 @@ def status_of(error: KafkaError) -> int:
         return 400
     if isinstance(error, NOT_FOUND):
         return 404
+    if isinstance(error, kafka.ZooKeeperNotAvailable):
+        return 503
     if isinstance(error, TIMED_OUT):
         return 504
     # Everything else is the cluster's state refusing the request now (NOT_ENOUGH_REPLICAS,
@@ -106,7 +111,11 @@ def install(api: NinjaAPI) -> None:
 
     @api.exception_handler(KafkaError)
     def kafka_error(request: HttpRequest, exc: KafkaError) -> HttpResponse:
-        return _json(api, request, status_of(exc), exc.name, exc.message)
+        status = status_of(exc)
+        response = _json(api, request, status, exc.name, exc.message)
+        if status == 503:
+            response["Retry-After"] = str(RETRY_AFTER_S)
+        return response
 
     @api.exception_handler(ValidationError)
     def invalid(request: HttpRequest, exc: ValidationError) -> HttpResponse:

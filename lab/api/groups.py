@@ -11,6 +11,7 @@ from lab.api import driver
 from lab.api.errors import ERRORS
 from lab.api.schemas import MAX_NAME, GroupOut, ResetIn, ResetOut
 from lab.engine.errors import GroupIdNotFound, IllegalArgument
+from lab.runtime import actions
 from lab.runtime.live import LiveLab
 
 router = Router(tags=["groups"])
@@ -61,10 +62,9 @@ async def reset_offsets(request: HttpRequest, slug: str, body: ResetIn, group: s
 
     def run(lab: LiveLab) -> Any:
         partitions = None if body.partitions is None else sorted(set(body.partitions))
-        offsets = driver.retrying(
-            lab,
-            lambda: lab.cluster.reset_group_offsets(group, body.topic, to, partitions=partitions),  # type: ignore[arg-type]
+        return actions.retrying(
+            lambda: lab.cluster.reset_group_offsets(group, body.topic, to, partitions=partitions, attempts=1),  # type: ignore[arg-type]
+            then=lambda offsets: {"group": group, "offsets": offsets},
         )
-        return {"group": group, "offsets": offsets}
 
     return await driver.act(request, slug, run)

@@ -17,6 +17,7 @@ from lab import access
 from lab.api import driver
 from lab.api.errors import ERRORS, PolicyViolation
 from lab.api.schemas import LabDetailOut, LabIn, LabOut, MessageOut
+from lab.engine.errors import ZooKeeperNotAvailable
 from lab.labs import create_lab, labs_dir, live_of
 from lab.models import Lab
 from lab.runtime import actions
@@ -40,6 +41,7 @@ def lab_out(lab: Lab, user: Any, live: LiveLab | None = None) -> dict[str, Any]:
         "url": lab.get_absolute_url(),
         "state": live.state if live is not None else "stopped",
         "store": live.store if live is not None else ("zookeeper" if settings.LAB_ZOOKEEPER else "memory"),
+        "zookeeper_outage": (live.zookeeper_outage or None) if live is not None else None,
         "can_act": access.can_act(user, lab),
     }
 
@@ -89,6 +91,11 @@ async def get_lab(request: HttpRequest, slug: str) -> Any:
 
 def _delete_data(lab: Lab) -> None:
     """Stop the lab, then remove its logs and its ZooKeeper chroot (the row goes after)."""
+    running = runtime.get(lab.slug)
+    if running is not None and running.zookeeper_outage:
+        raise ZooKeeperNotAvailable(
+            f"{running.zookeeper_outage}; the lab cannot be deleted until it answers (its znodes go with it)"
+        )
     runtime.stop(lab.slug)
     data = Path(lab.data_dir).resolve()
     if data.is_relative_to(labs_dir().resolve()) and data.exists():

@@ -31,6 +31,7 @@ from lab.api.schemas import (
 from lab.engine import errors
 from lab.engine.errors import IllegalArgument, KafkaError, NonEmptyGroup, UnknownTopicOrPartition
 from lab.engine.ids import TopicPartition
+from lab.runtime import actions
 from lab.runtime.live import LiveLab
 
 router = Router(tags=["records"])
@@ -149,7 +150,7 @@ def _commit(lab: LiveLab, group: str, offsets: dict[tuple[str, int], int]) -> No
         cluster.clients.pop(committer.client_id, None)
 
 
-def consume_as_group(lab: LiveLab, topic: str, body: ConsumeIn) -> dict[str, Any]:
+def consume_as_group(lab: LiveLab, topic: str, body: ConsumeIn) -> Any:
     cluster = lab.cluster
     count = cluster.partition_count(topic)
     if body.partition is not None and body.partition >= count:
@@ -178,13 +179,14 @@ def consume_as_group(lab: LiveLab, topic: str, body: ConsumeIn) -> dict[str, Any
         got = cluster.browse(topic, p, offset=position, limit=remaining) if position < high_watermark else []
         records += got
         positions[(topic, p)] = got[-1]["offset"] + 1 if got else position
-    if positions:
-        driver.retrying(lab, lambda: _commit(lab, body.group, positions))
-    return {
+    answer = {
         "group": body.group,
         "records": records,
         "committed": {TopicPartition(t, p).key: o for (t, p), o in sorted(positions.items())},
     }
+    if not positions:
+        return answer
+    return actions.retrying(lambda: _commit(lab, body.group, positions), then=lambda _: answer)
 
 
 @router.post(

@@ -72,6 +72,9 @@ class LabOut(Schema):
     url: str
     state: str = Field(description="starting | running | resetting | failed | stopped")
     store: str = Field(description="zookeeper | memory")
+    zookeeper_outage: str | None = Field(
+        None, description='"ZooKeeper is not answering: ..." while the lab cannot reach ZooKeeper'
+    )
     can_act: bool
 
 

@@ -31,7 +31,7 @@ from lab.classroom import attach, content, copying, handout
 from lab.classroom.models import CODE_ALPHABET, Demo, DemoCopy, DemoViewer, ExerciseProgress, ScenarioLab
 from lab.engine.errors import IllegalArgument, KafkaError
 from lab.exercises.format import Exercise
-from lab.labs import create_lab, live_of
+from lab.labs import create_lab, live_of, zookeeper_outage
 from lab.models import Lab
 from lab.runtime.live import LiveLab
 
@@ -117,6 +117,7 @@ def exercise_page(request: HttpRequest, exercise: str) -> HttpResponse:
             ],
             "is_instructor": access.is_instructor(request.user),
             "kafka_version": settings.LAB_KAFKA_VERSION,
+            "zookeeper_outage": zookeeper_outage(progress.lab if progress else None),
         },
     )
 

@@ -201,6 +201,7 @@ class Broker:
         self.endpoint = Endpoint(ctx.network, ctx.scheduler, broker_id, self._handle_request, gate=self.gate)
         self.session: GatedSession | None = None
         self._session_registered = False
+        self._disconnected_ms: int | None = None  # when the session lost its connection, while it has
         self.broker_epoch = -1
         self.partitions: dict[TopicPartition, Partition] = {}
         self.topic_configs: dict[str, dict[str, str]] = {}
@@ -357,9 +358,20 @@ class Broker:
             if not self._session_registered:
                 self._session_registered = True
                 self._jobs.put("register", self._register)
+            elif self._disconnected_ms is not None:
+                # The server still knew the session: nothing to redo, as for a Kafka broker.
+                away = (self.now_ms - self._disconnected_ms) / 1000
+                self.journal(
+                    "zk_reconnected",
+                    f"broker {self.id} reconnected to ZooKeeper after {away:.1f} s: its session "
+                    f"0x{self._zk().session_id:x} is still alive, so /brokers/ids/{self.id} and its watches stand",
+                )
+            self._disconnected_ms = None
         elif state is SessionState.SUSPENDED:
+            self._disconnected_ms = self.now_ms
             self.journal("zk_disconnected", f"broker {self.id} lost its connection to ZooKeeper")
         elif state is SessionState.EXPIRED:
+            self._disconnected_ms = None
             self.journal(
                 "zk_session_expired",
                 f"broker {self.id}'s ZooKeeper session expired: it re-registers with a new session",

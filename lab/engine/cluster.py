@@ -15,7 +15,7 @@ import shutil
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, overload
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 from lab.engine import errors
 from lab.engine.assignment import place_replicas
@@ -33,12 +33,14 @@ from lab.engine.errors import (
     KafkaTimeout,
     TopicAlreadyExists,
     UnknownTopicOrPartition,
+    ZooKeeperNotAvailable,
 )
 from lab.engine.events import Event, Journal
 from lab.engine.ids import BrokerId, TopicPartition
 from lab.engine.metadata import paths
 from lab.engine.metadata.memory import MemoryStore
 from lab.engine.metadata.store import (
+    ConnectionLoss,
     CreateOp,
     LinkState,
     MetadataStore,
@@ -56,9 +58,17 @@ if TYPE_CHECKING:
     from lab.engine.membership import GroupConsumer
     from lab.engine.simclients import SimulatedConsumer, SimulatedProducer
 
+T = TypeVar("T")
+
 LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
 MAX_TOPIC_LENGTH = 249
 Isolation = Literal["zookeeper", "brokers", "clients"]
+ADMIN_SESSION_MS = 6_000  # the lab's admin client: Kafka's zookeeper.session.timeout.ms before 2.5
+WHILE_OUT = (
+    "Brokers keep serving producers and consumers with the leaders and ISRs they know; what writes to "
+    "ZooKeeper (topic and config changes, leader elections, ISR changes, a broker starting) waits until it "
+    "answers again."
+)
 
 
 def validate_topic_name(name: str) -> None:
@@ -118,6 +128,9 @@ class Cluster:
         self.snapshot_hooks: list[Callable[[dict[str, Any]], None]] = []
         self._admin: Session | None = None
         self._closed = False
+        self._outage: str | None = None
+        self._out_since_ms: int | None = None
+        store.on_outage(self._on_outage)
         from lab.engine.invariants import LossWatcher
 
         self.loss_watcher = LossWatcher(self)
@@ -315,16 +328,62 @@ class Cluster:
 
         return partition_view(self, TopicPartition(topic, partition))
 
+    # ------------------------------------------------------------------ ZooKeeper
+
+    def zookeeper_outage(self) -> str | None:
+        """Why ZooKeeper cannot be reached ("ZooKeeper is not answering ..."), or None while it answers,
+        as the journal last told it (the store may know a moment sooner: calls that need ZooKeeper ask it)."""
+        return self._outage
+
+    def _on_outage(self, outage: str | None) -> None:
+        self._outage = outage
+        if outage is not None:
+            self._out_since_ms = self.now_ms
+            self.journal.record("zookeeper_unreachable", f"{outage}. {WHILE_OUT}")
+            return
+        since, self._out_since_ms = self._out_since_ms, None
+        took = "" if since is None else f" after {(self.now_ms - since) / 1000:.1f} s"
+        self.journal.record(
+            "zookeeper_reachable",
+            f"ZooKeeper answers again{took}: a session it still knows carries on where it was (a restarted "
+            "server starts its session timers afresh); one that expired makes its broker register again",
+        )
+
+    def _unreachable(self, doing: str = "") -> ZooKeeperNotAvailable:
+        outage = self.store.outage() or "ZooKeeper is not answering: the lab lost its connection to it"
+        return ZooKeeperNotAvailable(f"{outage}{'; ' + doing if doing else ''}. {WHILE_OUT}")
+
+    def _ask(self, pending: Pending[T], what: str = "an answer") -> T:
+        """Wait for a ZooKeeper answer, but not while ZooKeeper is out: then ZOOKEEPER_NOT_AVAILABLE at once."""
+        self.wait_for(lambda: pending.done() or self.store.outage() is not None, 30_000, what)
+        if not pending.done():
+            raise self._unreachable()
+        try:
+            return pending.result()
+        except ConnectionLoss as lost:  # the connection went while the question was out
+            raise self._unreachable() from lost
+
     # ------------------------------------------------------------------ admin
 
     def _admin_session(self) -> Session:
-        if self._admin is None or self._admin.state in (SessionState.EXPIRED, SessionState.CLOSED):
-            self._admin = self.store.open_session(name="admin", timeout_ms=30_000, on_state=lambda s: None)
-        return self._admin
+        """The lab's own ZooKeeper client (as kafka-topics.sh has one): no ephemerals, no watches."""
+        if self.store.outage() is not None:
+            raise self._unreachable()  # kazoo would queue the request until ZooKeeper is back
+        admin = self._admin
+        if admin is not None and admin.state is SessionState.SUSPENDED:
+            # ZooKeeper answers the brokers, but this client is not back: a connection caught in the
+            # server's restart can hang for a whole session timeout. Start afresh; it holds nothing.
+            admin.abandon()
+            admin = None
+        if admin is None or admin.state in (SessionState.EXPIRED, SessionState.CLOSED):
+            admin = self._admin = self.store.open_session(
+                name="admin", timeout_ms=ADMIN_SESSION_MS, on_state=lambda s: None
+            )
+        return admin
 
     def _live_brokers(self) -> list[BrokerId]:
         admin = self._admin_session()
-        children = self.wait(admin.get_children(paths.BROKER_IDS), what="the live brokers")
+        children = self._ask(admin.get_children(paths.BROKER_IDS), what="the live brokers")
         return sorted(int(c) for c in children if c.isdigit())
 
     def _known(self) -> Any:
@@ -348,7 +407,8 @@ class Cluster:
             return sorted(known.topics)
         admin = self._admin_session()
         try:
-            return sorted(self.wait(admin.get_children(paths.BROKER_TOPICS), what="the topic list"))
+            names: list[str] = self._ask(admin.get_children(paths.BROKER_TOPICS), what="the topic list")
+            return sorted(names)
         except NoNode:
             return []
 
@@ -380,9 +440,9 @@ class Cluster:
                 )
             placement = place_replicas(live, partitions, replication_factor)
         admin = self._admin_session()
-        if self.wait(admin.exists(paths.topic_path(name))) is not None:
+        if self._ask(admin.exists(paths.topic_path(name))) is not None:
             raise TopicAlreadyExists(f"Topic '{name}' already exists.")
-        if self.wait(admin.exists(paths.delete_topic_path(name))) is not None:
+        if self._ask(admin.exists(paths.delete_topic_path(name))) is not None:
             raise TopicAlreadyExists(f"Topic '{name}' is marked for deletion.")
         ops = [
             CreateOp(path=paths.topic_config_path(name), data=paths.encode_topic_config(clean)),
@@ -392,7 +452,7 @@ class Cluster:
             ),
         ]
         try:
-            self.wait(admin.multi(ops), what="the topic's znodes")
+            self._ask(admin.multi(ops), what="the topic's znodes")
         except NodeExists:
             raise TopicAlreadyExists(f"Topic '{name}' already exists.") from None
         if wait:
@@ -435,7 +495,7 @@ class Cluster:
         validate_topic_name(topic)  # a name ZooKeeper would refuse as a path is no topic either
         admin = self._admin_session()
         try:
-            raw, stat = self.wait(admin.get(paths.topic_path(topic)), what=f"topic {topic}")
+            raw, stat = self._ask(admin.get(paths.topic_path(topic)), what=f"topic {topic}")
         except NoNode:
             raise UnknownTopicOrPartition(f"Topic '{topic}' does not exist.") from None
         return paths.decode_topic_assignment(raw), stat.version
@@ -444,10 +504,10 @@ class Cluster:
         self._assignment(name)
         admin = self._admin_session()
         with contextlib.suppress(NodeExists):
-            self.wait(admin.create(paths.delete_topic_path(name)), what="the deletion request")
+            self._ask(admin.create(paths.delete_topic_path(name)), what="the deletion request")
         if wait:
             self.wait_for(
-                lambda: self.wait(self._admin_session().exists(paths.topic_path(name))) is None,
+                lambda: self._ask(self._admin_session().exists(paths.topic_path(name))) is None,
                 30_000,
                 f"topic {name} to be deleted",
             )
@@ -476,7 +536,7 @@ class Cluster:
                 topic_id=current.topic_id,
             )
         )
-        self.wait(self._admin_session().set(paths.topic_path(topic), data, version))
+        self._ask(self._admin_session().set(paths.topic_path(topic), data, version))
         if wait:
             new = [TopicPartition(topic, p) for p in range(count, total)]
             self.wait_for(lambda: self._usable(new), 30_000, f"the new partitions of {topic} to have leaders")
@@ -492,7 +552,7 @@ class Cluster:
         clean = validate_topic_config(updates)
         admin = self._admin_session()
         try:
-            raw, stat = self.wait(admin.get(paths.topic_config_path(topic)))
+            raw, stat = self._ask(admin.get(paths.topic_config_path(topic)))
             current = paths.decode_topic_config(raw)
             version = stat.version
         except NoNode:
@@ -515,7 +575,7 @@ class Cluster:
                 sequential=True,
             )
         )
-        self.wait(admin.multi(ops), what="the config change")
+        self._ask(admin.multi(ops), what="the config change")
         self.journal.record("config_changed", f"topic {topic} config now {merged or 'defaults'}", topic=topic)
         if self._known() is not None:
             # Answer once the controller has taken the change in, so reading it back agrees.
@@ -533,7 +593,7 @@ class Cluster:
             return dict(known.topic_configs[topic])
         self._assignment(topic)
         try:
-            raw, _ = self.wait(self._admin_session().get(paths.topic_config_path(topic)))
+            raw, _ = self._ask(self._admin_session().get(paths.topic_config_path(topic)))
         except NoNode:
             return {}
         return paths.decode_topic_config(raw)
@@ -560,10 +620,10 @@ class Cluster:
             if unknown:
                 raise InvalidReplicaAssignment(f"{topic}-{partition}: there is no broker {unknown}")
         admin = self._admin_session()
-        if self.wait(admin.exists(paths.REASSIGN_PARTITIONS)) is not None:
+        if self._ask(admin.exists(paths.REASSIGN_PARTITIONS)) is not None:
             raise errors.InvalidRequest("a reassignment is already in progress")
         data = paths.encode_reassignment({k: list(v) for k, v in plan.items()})
-        self.wait(admin.create(paths.REASSIGN_PARTITIONS, data))
+        self._ask(admin.create(paths.REASSIGN_PARTITIONS, data))
         if wait:
             self.wait_for(
                 lambda: all(
@@ -581,12 +641,12 @@ class Cluster:
         admin = self._admin_session()
         data = paths.encode_preferred_replica_election(partitions)
         try:
-            self.wait(admin.create(paths.PREFERRED_REPLICA_ELECTION, data))
+            self._ask(admin.create(paths.PREFERRED_REPLICA_ELECTION, data))
         except NodeExists:
             raise errors.InvalidRequest("a preferred leader election is already in progress") from None
         if wait:
             self.wait_for(
-                lambda: self.wait(self._admin_session().exists(paths.PREFERRED_REPLICA_ELECTION)) is None,
+                lambda: self._ask(self._admin_session().exists(paths.PREFERRED_REPLICA_ELECTION)) is None,
                 30_000,
                 "the preferred leader election",
             )
@@ -712,6 +772,9 @@ class Cluster:
         broker = self.broker(broker_id)
         if broker.alive:
             raise IllegalState(f"broker {broker_id} is running; kill or stop it first")
+        if self.store.outage() is not None:
+            # A Kafka broker waits zookeeper.connection.timeout.ms for ZooKeeper, then exits.
+            raise self._unreachable(f"broker {broker_id} cannot start without it")
         self.journal.record(
             "broker_restarted",
             f"broker {broker_id} starts: log recovery, then it registers",
@@ -832,7 +895,7 @@ class Cluster:
         from lab.engine.tasks import Task
 
         task = Task.start(read_tree(self._admin_session(), root), "read the ZooKeeper tree")
-        nodes = self.wait(task.outcome, what="the ZooKeeper tree")
+        nodes = self._ask(task.outcome, what="the ZooKeeper tree")
         return [
             {
                 "path": n.path,
@@ -930,9 +993,18 @@ class Cluster:
         return groups_view(self)
 
     def reset_group_offsets(
-        self, group: str, topic: str, to: str | int, *, partitions: Sequence[int] | None = None
+        self,
+        group: str,
+        topic: str,
+        to: str | int,
+        *,
+        partitions: Sequence[int] | None = None,
+        attempts: int = 50,
     ) -> dict[str, int]:
         """kafka-consumer-groups.sh --reset-offsets: to "earliest", "latest", an offset, or {"timestamp": ms}.
+
+        While the group's coordinator is not available it tries ``attempts`` times, 200 ms apart, as
+        Kafka's tool does; a live lab's driver asks once and tries again on its next ticks instead.
 
         Only for an inactive group, as Kafka allows; returns the offsets committed, by "topic/partition".
         """
@@ -984,7 +1056,7 @@ class Cluster:
             committer.assign(list(offsets))
             wanted = {(tp.topic, tp.partition): o for tp, o in offsets.items()}
             # A first group may find __consumer_offsets still being created: retry, as Kafka's tool does.
-            for attempt in range(50):
+            for attempt in range(attempts):
                 try:
                     committer.commit(wanted)
                     break
@@ -993,7 +1065,7 @@ class Cluster:
                     errors.NotCoordinator,
                     errors.CoordinatorLoadInProgress,
                 ):
-                    if attempt == 49:
+                    if attempt >= attempts - 1:
                         raise
                     self.run_for(200)
         finally:

@@ -205,6 +205,14 @@ class NoOffsetForPartition(KafkaError):
     name = "NO_OFFSET_FOR_PARTITION"
 
 
+class ZooKeeperNotAvailable(KafkaError):
+    """The lab cannot reach ZooKeeper, so what needs it is refused at once (Kafka's ZooKeeper client
+    would wait zookeeper.connection.timeout.ms and fail with ZooKeeperClientTimeoutException)."""
+
+    name = "ZOOKEEPER_NOT_AVAILABLE"
+    retriable = True
+
+
 class IllegalState(KafkaError):
     """Client side: a call that does not fit the client's state (Kafka's IllegalStateException)."""
 

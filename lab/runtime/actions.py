@@ -12,19 +12,22 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from lab.engine.cluster import Cluster, Isolation
-from lab.engine.errors import IllegalArgument, IllegalState, KafkaError
+from lab.engine.errors import IllegalArgument, IllegalState, KafkaError, KafkaTimeout, ZooKeeperNotAvailable
 from lab.runtime.spec import ClientSpec, TopicSpec, check_rate
 
 if TYPE_CHECKING:
     from lab.runtime.live import LiveLab
 
 Act = Callable[["LiveLab"], Any]
+T = TypeVar("T")
 
 MAX_PRODUCE = 1000
 PRODUCE_WAIT_S = 3.0
+RETRY_BACKOFF_S = 0.1  # Kafka's retry.backoff.ms
+RETRY_WAIT_S = 15.0
 
 
 @dataclass(slots=True, kw_only=True)
@@ -35,6 +38,46 @@ class Waiting:
     result: Callable[[], Any]
     on_timeout: Callable[[], Any]
     deadline: float  # time.monotonic()
+
+
+def retrying(
+    fn: Callable[[], T], *, then: Callable[[T], Any] = lambda value: value, wait_s: float = RETRY_WAIT_S
+) -> Waiting:
+    """``fn()`` now and, while it fails with a retriable error (COORDINATOR_NOT_AVAILABLE while
+    __consumer_offsets is being created, say), again on the driver's ticks every retry.backoff.ms, as
+    Kafka's clients retry; the driver runs the lab in between instead of waiting. Its answer is
+    ``then(value)``, or the last error. ZOOKEEPER_NOT_AVAILABLE is answered at once: it lasts."""
+    deadline = time.monotonic() + wait_s
+    outcome: list[tuple[bool, Any]] = []  # [(True, value)] or [(False, error)] once settled
+    last: list[KafkaError] = []
+    next_try = [0.0]
+
+    def attempt() -> bool:
+        if outcome:
+            return True
+        now = time.monotonic()
+        if now < next_try[0]:
+            return False
+        try:
+            outcome.append((True, fn()))
+        except KafkaError as error:
+            if error.retriable and not isinstance(error, ZooKeeperNotAvailable) and now < deadline:
+                last[:] = [error]
+                next_try[0] = now + RETRY_BACKOFF_S
+                return False
+            outcome.append((False, error))
+        return True
+
+    def result() -> Any:
+        if not outcome:
+            raise last[0] if last else KafkaTimeout(f"no answer within {wait_s:g} s")
+        ok, value = outcome[0]
+        if not ok:
+            raise value
+        return then(value)
+
+    attempt()  # the first try at once, on the driver thread
+    return Waiting(ready=attempt, result=result, on_timeout=result, deadline=deadline + RETRY_BACKOFF_S)
 
 
 def _int(params: Mapping[str, str], key: str, *, low: int, high: int, default: int | None = None) -> int:

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from lab.engine.cluster import Cluster
-from lab.engine.errors import IllegalArgument, IllegalState, KafkaError, KafkaTimeout
+from lab.engine.errors import IllegalArgument, IllegalState, KafkaError, KafkaTimeout, ZooKeeperNotAvailable
 from lab.engine.events import Event
 from lab.runtime import actions
 from lab.runtime.broadcast import Broadcaster, broadcaster, group_name
@@ -109,6 +109,9 @@ class LiveLab:
         self.ready: Future[None] = Future()
         self.state = "starting"
         self.error = ""
+        # "ZooKeeper is not answering ..." while the lab cannot reach it, "" otherwise: set by the
+        # driver every tick, read by pages and the API from any thread.
+        self.zookeeper_outage = ""
         self._cluster: Cluster | None = None
         self._thread: threading.Thread | None = None
         self._cond = threading.Condition()
@@ -328,6 +331,11 @@ class LiveLab:
 
     def reset_now(self) -> None:
         """Throw the cluster away with its data and znodes, and build it afresh (driver thread)."""
+        outage = self._outage()
+        if outage:
+            raise ZooKeeperNotAvailable(
+                f"{outage}; the lab cannot be reset until it answers (its znodes are deleted with its data)"
+            )
         self.state = "resetting"
         self._close_listeners()
         self._close_cluster(delete=True)
@@ -354,6 +362,8 @@ class LiveLab:
         for name, hook in list(self._tick_hooks.items()):
             try:
                 hook(self)
+            except ZooKeeperNotAvailable:
+                continue  # what it needs waits for ZooKeeper: it runs again next tick
             except Exception:
                 log.exception("lab %s: tick hook %s failed; it is removed", self.slug, name)
                 self._tick_hooks.pop(name, None)
@@ -392,6 +402,7 @@ class LiveLab:
                     posted = list(self._posted)
                     self._posted.clear()
                 self.ticks += 1
+                self.zookeeper_outage = self._outage()
                 if self._cluster is not None:
                     for job in posted:
                         self._run_posted(job)
@@ -470,6 +481,11 @@ class LiveLab:
             cluster.run_until(cluster.now_ms + GOODBYE_MS, pace=False)
         except Exception:
             log.exception("lab %s: stopping its clients failed", self.slug)
+
+    def _outage(self) -> str:
+        """Why ZooKeeper cannot be reached now, as the store sees it (at once, even with the clock paused)."""
+        cluster = self._cluster
+        return (cluster.store.outage() or "") if cluster is not None else ""
 
     def _failed(self, error: BaseException) -> None:
         self.state = "failed"
@@ -636,6 +652,7 @@ class LiveLab:
             chroot=self._spec.chroot,
             error=self.error,
             fallback_reason=self.fallback_reason,
+            zookeeper_outage=self.zookeeper_outage,
         )
 
     def _collect(self) -> FrameInputs:

@@ -113,6 +113,7 @@ class LabStatus:
     chroot: str
     error: str
     fallback_reason: str  # why the memory store is used, when it is
+    zookeeper_outage: str = ""  # "ZooKeeper is not answering ..." while the lab cannot reach it
 
     @property
     def memory(self) -> bool:

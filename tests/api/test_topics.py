@@ -7,9 +7,14 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from pytest_django.fixtures import Settings
 
 from lab.models import Lab
+from tests.api.conftest import running
 from tests.api.helpers import Api, error, ok
+from tests.labhelpers import make_lab
+from tests.processes import wait_until
+from tests.zkoutage import KillableZooKeeper
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("stop_labs")]
 
@@ -152,3 +157,51 @@ def test_delete_a_topic(ada: Api, lab: Lab) -> None:
 def test_internal_topics_are_not_deleted(ada: Api, lab: Lab) -> None:
     ok(ada.post(f"/labs/{lab.slug}/topics/orders/consume", {"group": "g"}))  # makes __consumer_offsets
     error(ada.delete(f"/labs/{lab.slug}/topics/__consumer_offsets"), 400, "INVALID_TOPIC_EXCEPTION")
+
+
+def test_zookeeper_down_is_a_503_at_once_and_the_lab_works_again(
+    ada: Api, killable_zookeeper: KillableZooKeeper, settings: Settings
+) -> None:
+    settings.LAB_ZOOKEEPER = killable_zookeeper.hosts
+    row = make_lab(ada.user, "Outage", config={"zookeeper.session.timeout.ms": "6000"})
+    live = running(row)
+    assert live.store == "zookeeper"
+    records = f"/labs/{row.slug}/topics/orders/records"
+    first = ok(ada.post(records, {"records": [{"key": "k", "value": "before"}], "acks": "all"}))["records"][0]
+    assert first["status"] == "acknowledged"
+
+    killable_zookeeper.kill()
+    assert wait_until(lambda: bool(live.zookeeper_outage), 10)
+    refused = ada.post(
+        f"/labs/{row.slug}/topics", {"name": "later", "partitions": 1, "replication_factor": 3}
+    )
+    body = error(refused, 503, "ZOOKEEPER_NOT_AVAILABLE")
+    assert body["message"].startswith("ZooKeeper is not answering")
+    assert refused["Retry-After"] == "2"
+    assert ok(ada.get(f"/labs/{row.slug}"))["zookeeper_outage"] == live.zookeeper_outage
+    # Producing needs no ZooKeeper: the brokers keep answering, as Kafka's do.
+    during = ok(ada.post(records, {"records": [{"key": "k", "value": "during"}], "acks": "all"}))["records"][
+        0
+    ]
+    assert (during["status"], during["partition"], during["offset"]) == (
+        "acknowledged",
+        first["partition"],
+        1,
+    )
+
+    killable_zookeeper.back()
+    assert wait_until(lambda: live.zookeeper_outage == "", 30)
+    assert ok(ada.get(f"/labs/{row.slug}"))["zookeeper_outage"] is None
+    # A broker whose session did not make it through registers again first (3 live brokers for RF 3).
+    created = eventually(
+        lambda: ada.post(
+            f"/labs/{row.slug}/topics", {"name": "later", "partitions": 1, "replication_factor": 3}
+        ),
+        lambda r: r.status_code != 400 or r.json()["error"] != "INVALID_REPLICATION_FACTOR",
+    )
+    ok(created, 201)
+    read = eventually(
+        lambda: ada.get(records, partition=first["partition"]),
+        lambda r: r.status_code == 200 and len(r.json()["records"]) == 2,
+    )
+    assert [r["value"] for r in ok(read)["records"]] == ["before", "during"]

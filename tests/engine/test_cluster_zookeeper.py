@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from lab.engine.cluster import Cluster
+from lab.engine.errors import ZooKeeperNotAvailable
 from lab.engine.invariants import InvariantChecker
 from lab.engine.metadata.zookeeper import ZooKeeperStore
+from lab.zookeeper_server import ManagedZooKeeper
 from tests.engine.helpers import part, texts, values
+from tests.processes import wait_until
+from tests.zkoutage import HeldRestart, kill
 
 pytestmark = pytest.mark.zookeeper
 
@@ -101,3 +106,82 @@ def test_cutting_the_controller_off_zookeeper_moves_the_controller(zk_cluster: C
     c.heal(old)
     c.wait_for(lambda: sorted(part(c, "orders", 0)["isr"]) == [1, 2, 3], 20_000)
     assert [b["controller"] for b in c.snapshot()["brokers"]].count(True) == 1
+
+
+def test_zookeeper_killed_and_back(tmp_path: Path) -> None:
+    """While ZooKeeper is gone, brokers keep serving and what needs it is refused at once; when it is
+    back, a session it still knows carries on and an expired one makes its broker register again."""
+    held = HeldRestart()
+    server = ManagedZooKeeper(tmp_path / "zookeeper", restart_backoff_s=(0.5, 2.0), report=held)
+    server.start(timeout_s=60)
+    config = {**FAST, "zookeeper.session.timeout.ms": "6000"}
+    c = Cluster.create(brokers=4, seed=1, zookeeper=server.hosts, data_dir=tmp_path / "data", config=config)
+    InvariantChecker.attach(c)
+    try:
+        c.create_topic("orders", assignment={0: [1, 2, 3]}, config={"min.insync.replicas": "2"})
+        p = c.producer(acks="all")
+        before = [p.send("orders", f"before-{i}") for i in range(5)]
+        p.flush(timeout_ms=10_000)
+        assert [f.result().offset for f in before] == [0, 1, 2, 3, 4]
+        c.kill_broker(4)
+        keeper = part(c, "orders", 0)["leader"]
+        spare = next(b for b in (1, 2, 3) if b not in (keeper, c.controller_id()))
+
+        kill(server)  # its restart waits for held.release()
+        assert c.run_until_true(lambda: c.zookeeper_outage() is not None, 10_000)
+        [down] = texts(c, "zookeeper_unreachable")
+        assert down.startswith(f"ZooKeeper is not answering: the lab lost every connection to {server.hosts}")
+        assert sorted(e.broker for e in c.events() if e.kind == "zk_disconnected") == [1, 2, 3]
+        # Refused without waiting: the engine's clock did not move.
+        now = c.now_ms
+        with pytest.raises(
+            ZooKeeperNotAvailable, match=r"^ZOOKEEPER_NOT_AVAILABLE: ZooKeeper is not answering"
+        ):
+            c.create_topic("later", partitions=1, replication_factor=3)
+        with pytest.raises(ZooKeeperNotAvailable, match="broker 4 cannot start without it"):
+            c.restart_broker(4)
+        assert c.now_ms == now
+        # The data path needs no ZooKeeper: acks=all is answered as long as the ISR holds.
+        during = [p.send("orders", f"during-{i}") for i in range(5)]
+        p.flush(timeout_ms=10_000)
+        assert [f.result().offset for f in during] == [5, 6, 7, 8, 9]
+        # Two brokers wait out the restart behind a cut link: one comes back while the server still
+        # knows its session, the other only after the server has expired it.
+        c.isolate_broker(keeper, from_="zookeeper")
+        c.isolate_broker(spare, from_="zookeeper")
+
+        held.release()
+        assert wait_until(lambda: len(server.restarts) == 1, 90)  # serving again
+        assert server.restarts[0].how == "was killed by SIGKILL"
+        c.heal(keeper)
+        assert c.run_until_true(lambda: c.zookeeper_outage() is None, 10_000)
+        assert len(texts(c, "zookeeper_reachable")) == 1
+        assert c.run_until_true(
+            lambda: any(e.broker == keeper for e in c.events() if e.kind == "zk_reconnected"), 10_000
+        )
+        back = next(e.text for e in c.events() if e.kind == "zk_reconnected" and e.broker == keeper)
+        assert f"is still alive, so /brokers/ids/{keeper} and its watches stand" in back
+
+        # The spare's session expired on the restarted server: the controller takes it out of the ISR;
+        # healed, it learns its session is gone and registers with a new one.
+        c.wait_for(lambda: spare not in part(c, "orders", 0)["isr"], 20_000)
+        c.heal(spare)
+        c.wait_for(lambda: sorted(part(c, "orders", 0)["isr"]) == [1, 2, 3], 20_000)
+        expired = next(e for e in c.events() if e.kind == "zk_session_expired" and e.broker == spare)
+        assert any(
+            e.kind == "broker_registered" and e.broker == spare and e.seq > expired.seq for e in c.events()
+        )
+        assert not any(e.kind == "zk_session_expired" and e.broker == keeper for e in c.events())
+
+        c.restart_broker(4)
+        c.create_topic("later", partitions=1, replication_factor=3)
+        after = p.send("orders", "after")
+        p.flush(timeout_ms=10_000)
+        assert after.result().offset == 10
+        leader = part(c, "orders", 0)["leader"]
+        expected = [f"before-{i}".encode() for i in range(5)] + [f"during-{i}".encode() for i in range(5)]
+        assert values(c, leader, "orders", 0) == [*expected, b"after"]
+        assert c.lost_records() == {}
+    finally:
+        c.close()
+        server.stop()

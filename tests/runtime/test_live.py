@@ -12,12 +12,21 @@ from pathlib import Path
 import pytest
 from channels.layers import InMemoryChannelLayer
 
-from lab.engine.errors import IllegalArgument, IllegalState, TopicAlreadyExists
+from lab.engine.errors import (
+    IllegalArgument,
+    IllegalState,
+    InvalidReplicationFactor,
+    LeaderNotAvailable,
+    TopicAlreadyExists,
+    ZooKeeperNotAvailable,
+)
 from lab.runtime.broadcast import Broadcaster
 from lab.runtime.live import LiveLab
 from lab.runtime.spec import LabSpec, TopicSpec
 from lab.visuals.frame import plog_key
+from lab.zookeeper_server import ManagedZooKeeper
 from tests.processes import wait_until
+from tests.zkoutage import HeldRestart, kill
 
 FAST = {"zookeeper.session.timeout.ms": "1500"}
 
@@ -287,3 +296,84 @@ def test_on_zookeeper_a_restarted_lab_keeps_its_data_and_znodes(tmp_path: Path, 
         store = ZooKeeperStore(zookeeper, chroot=lab_spec.chroot)
         store.delete_chroot()
         store.close()
+
+
+# -- ZooKeeper killed and back ---------------------------------------------------------------------
+
+
+def _browse_all(lab: LiveLab, partition: int) -> list[str] | None:
+    """Every value in orders-<partition>, or None while it has no leader."""
+    try:
+        records = lab.cluster.browse("orders", partition, limit=1000)
+    except LeaderNotAvailable:
+        return None
+    return [r["value"] for r in records]
+
+
+def test_zookeeper_killed_the_lab_answers_at_once_and_resumes_when_it_is_back(tmp_path: Path) -> None:
+    held = HeldRestart()
+    server = ManagedZooKeeper(tmp_path / "zookeeper", restart_backoff_s=(0.5, 2.0), report=held)
+    server.start(timeout_s=60)
+    live = LiveLab(spec(tmp_path, config={"zookeeper.session.timeout.ms": "6000"}), zookeeper=server.hosts)
+    live.start()
+    try:
+        live.ready.result(60)
+        assert live.state == "running", live.error
+        produced = live.act("produce", {"topic": "orders", "count": "5", "key": "k", "acks": "all"}).result(
+            30
+        )
+        assert produced.startswith("5 of 5 record(s) acknowledged (acks=all): orders-")
+        partition = int(produced.split("orders-")[1].split(" ")[0])
+
+        kill(server)  # its restart waits for held.release()
+        frame = live.wait_for_frame(lambda f: bool(f.views["status"].zookeeper_outage), 10)  # type: ignore[attr-defined]
+        outage = frame.views["status"].zookeeper_outage  # type: ignore[attr-defined]
+        assert outage == f"ZooKeeper is not answering: the lab lost every connection to {server.hosts}"
+        assert live.zookeeper_outage == outage
+        # What needs ZooKeeper is refused at once, by name, and changes nothing; the driver is not held.
+        for name, params in (
+            ("topic-create", {"name": "later", "partitions": "1", "replication_factor": "3"}),
+            ("clock-reset", {}),
+        ):
+            with pytest.raises(ZooKeeperNotAvailable, match="ZooKeeper is not answering"):
+                live.act(name, params).result(5)
+        assert live.state == "running"
+        # The brokers keep serving: records are acknowledged during the outage, as in Kafka.
+        during = live.act("produce", {"topic": "orders", "count": "3", "key": "k", "acks": "all"}).result(30)
+        assert during.startswith(
+            f"3 of 3 record(s) acknowledged (acks=all): orders-{partition} offsets 5 to 7"
+        )
+
+        held.release()
+        live.wait_for_frame(lambda f: not f.views["status"].zookeeper_outage, 90)  # type: ignore[attr-defined]
+        assert live.zookeeper_outage == ""
+        kinds = live.submit(lambda lab: [e.kind for e in lab.cluster.events()]).result(10)
+        assert kinds.index("zookeeper_unreachable") < kinds.index("zookeeper_reachable")
+        created: list[str] = []
+
+        def create() -> bool:
+            try:
+                created.append(
+                    live.act("topic-create", {"name": "later", "replication_factor": "3"}).result(30)
+                )
+            except InvalidReplicationFactor:  # a broker whose session expired is registering again
+                return False
+            return True
+
+        assert wait_until(create, 30)
+        assert created == ["Topic later created: 3 partition(s), replication factor 3."]
+        # Nothing acknowledged was lost (a broker whose session expired registers again meanwhile).
+        expected = [f"record {i}" for i in range(1, 6)] + [f"record {i}" for i in range(1, 4)]
+        assert wait_until(
+            lambda: (
+                [
+                    v.split(" at ")[0]
+                    for v in live.submit(lambda lab: _browse_all(lab, partition)).result(10) or []
+                ]
+                == expected
+            ),
+            30,
+        )
+    finally:
+        live.stop()
+        server.stop()

@@ -49,6 +49,7 @@ from lab.engine.metadata.store import (
     NotEmpty,
     Op,
     OpResult,
+    OutageListener,
     SessionExpired,
     SessionListener,
     SessionState,
@@ -273,6 +274,12 @@ class MemoryStore:
 
     def pace(self, until_ms: int) -> int:
         return until_ms
+
+    def outage(self) -> str | None:
+        return None  # the memory store is its own server: it always answers
+
+    def on_outage(self, listener: OutageListener) -> None:
+        return None
 
     def close(self) -> None:
         """Stop every session's callbacks; the tree stays readable for dumps."""

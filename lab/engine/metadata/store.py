@@ -197,6 +197,7 @@ class Session(Protocol):
 
 
 SessionListener = Callable[[SessionState], None]
+OutageListener = Callable[[str | None], None]
 
 
 class MetadataStore(Protocol):
@@ -224,5 +225,16 @@ class MetadataStore(Protocol):
         The memory store returns ``until_ms`` at once; the ZooKeeper store blocks
         in wall time, since its sessions expire in wall time.
         """
+
+    def outage(self) -> str | None:
+        """Why ZooKeeper cannot be reached now, in words ("ZooKeeper is not answering ..."), or None.
+
+        The ZooKeeper store reads it off its sessions: it is out while not one of the sessions it
+        may use is connected (one whose link the lab cut or holds does not count). Never on the
+        memory store. Any thread may ask.
+        """
+
+    def on_outage(self, listener: OutageListener) -> None:
+        """Call ``listener(outage())`` on the engine's thread (at a drain) each time it changes."""
 
     def close(self) -> None: ...

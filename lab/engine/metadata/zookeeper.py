@@ -24,7 +24,12 @@ is kept on a real client:
 * watches survive a reconnection as the Java client's do: kazoo drops its
   watchers when a connection drops, so each armed watch is re-armed on
   reconnection and fires at once if its node changed meanwhile (compared by
-  mzxid for data, pzxid for children).
+  mzxid for data, pzxid for children);
+* the server gone (killed, restarting): every session loses its connection and
+  kazoo keeps trying; the store is then out (``outage()``) until one of them
+  is connected again. What comes back is what ZooKeeper decides: a session the
+  server still knows carries on (a restarted server starts its session timers
+  afresh), an expired one is told so (kazoo's LOST), and its owner opens a new one.
 """
 
 from __future__ import annotations
@@ -60,6 +65,7 @@ from lab.engine.metadata.store import (
     NotEmpty,
     Op,
     OpResult,
+    OutageListener,
     SessionExpired,
     SessionListener,
     SessionState,
@@ -166,6 +172,9 @@ class ZooKeeperStore:
         self._reapers: list[threading.Thread] = []
         self._anchor: tuple[float, int] | None = None
         self._closed = False
+        self._reach_lock = threading.Lock()
+        self._outage: str | None = None
+        self._outage_listeners: list[OutageListener] = []
         self._admin(lambda zk: zk.ensure_path(chroot))
 
     def __repr__(self) -> str:
@@ -188,7 +197,9 @@ class ZooKeeperStore:
         if isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int) or timeout_ms <= 0:
             raise IllegalArgument(f"session timeout_ms must be a positive integer, got {timeout_ms!r}")
         session = ZooKeeperSession(self, name=name, timeout_ms=timeout_ms, on_state=on_state)
+        self._sessions = [s for s in self._sessions if not s._over()]  # forget the ended ones
         self._sessions.append(session)
+        self._recheck()
         return session
 
     def drain(self) -> int:
@@ -217,6 +228,13 @@ class ZooKeeperStore:
                 self._cond.wait(remaining)
         reached = virtual0 + int((time.monotonic() - wall0) * 1000)
         return min(reached, until_ms)
+
+    def outage(self) -> str | None:
+        with self._reach_lock:
+            return self._outage
+
+    def on_outage(self, listener: OutageListener) -> None:
+        self._outage_listeners.append(listener)
 
     def close(self) -> None:
         """Close every session cleanly, stop every thread, close every socket."""
@@ -258,6 +276,25 @@ class ZooKeeperStore:
         finally:
             zk.stop()
             zk.close()
+
+    def _recheck(self) -> None:
+        """From any thread, after a session's connection or link changed: is ZooKeeper out now?"""
+        with self._reach_lock:
+            usable = [s for s in list(self._sessions) if s._counts()]
+            out = bool(usable) and not any(s._kazoo_connected() for s in usable)
+            if out == (self._outage is not None):
+                return
+            self._outage = (
+                f"ZooKeeper is not answering: the lab lost every connection to {self.hosts}" if out else None
+            )
+            outage = self._outage
+            self._post(lambda: self._tell_outage(outage))  # under the lock: told in the order it changed
+
+    def _tell_outage(self, outage: str | None) -> None:
+        if self._closed:
+            return
+        for listener in list(self._outage_listeners):
+            listener(outage)
 
     def _post(self, item: Callable[[], None]) -> None:
         """From any thread: run ``item`` on the engine's thread at the next drain."""
@@ -376,6 +413,24 @@ class ZooKeeperSession:
     def __repr__(self) -> str:
         state, link = self._state.value, self._link.value
         return f"<ZooKeeperSession {self.name} 0x{self._session_id:x} {state} link={link}>"
+
+    def _over(self) -> bool:
+        """Ended for good: nothing of it is left to stop."""
+        return self._client_stopped and (
+            self._abandoned or self._state in (SessionState.CLOSED, SessionState.EXPIRED)
+        )
+
+    def _counts(self) -> bool:
+        """Whether this session's connection says anything about ZooKeeper: it is in use, and its
+        link is open (a link the lab cut or holds is down on purpose)."""
+        return (
+            not (self._abandoned or self._lost or self._client_stopped)
+            and self._link is LinkState.OPEN
+            and self._state not in (SessionState.CLOSED, SessionState.EXPIRED)
+        )
+
+    def _kazoo_connected(self) -> bool:
+        return bool(self._client.connected)
 
     # --- Session protocol
 
@@ -514,6 +569,7 @@ class ZooKeeperSession:
         # A clean close needs the link: then the server deletes the ephemerals before we return.
         self._stop_client(clean=self._link is LinkState.OPEN and self._client.connected)
         self._store._post(lambda: self._deliver(lambda: self._notify(SessionState.CLOSED)))
+        self._store._recheck()
 
     def abandon(self) -> None:
         if self._abandoned:
@@ -529,6 +585,7 @@ class ZooKeeperSession:
         self._child_slots.clear()
         # Cut first, so that no close request reaches the server: it expires the session itself.
         self._stop_client(clean=False)
+        self._store._recheck()
 
     def set_link(self, link: LinkState) -> None:
         if not isinstance(link, LinkState):
@@ -557,6 +614,7 @@ class ZooKeeperSession:
                 self._held = False
                 self._store._post(lambda: self._flush_backlog(cut=False))
             self._pump()
+        self._store._recheck()
 
     # --- issuing, in order
 
@@ -896,6 +954,7 @@ class ZooKeeperSession:
                     self._proxy.set_mode(LinkState.CUT)
         epoch = self._link_epoch
         self._store._post(lambda: self._on_kazoo_state(state, epoch))
+        self._store._recheck()
 
     def _on_kazoo_state(self, state: str, epoch: int) -> None:
         if self._abandoned:
@@ -935,6 +994,7 @@ class ZooKeeperSession:
         self._fail_queued(lambda: SessionExpired("", f"session {self.name} expired"))
         self._notify(SessionState.EXPIRED)
         self._stop_client(clean=False)
+        self._store._recheck()
 
     def _stop_client(self, *, clean: bool) -> None:
         """Stop kazoo: cleanly here (a close request reaches the server), or cut off, in the background."""

@@ -11,6 +11,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import TypeVar
 
 import pytest
@@ -33,6 +34,9 @@ from lab.engine.metadata.store import (
 )
 from lab.engine.metadata.zookeeper import ZooKeeperStore, map_error
 from lab.engine.tasks import Pending
+from lab.zookeeper_server import ManagedZooKeeper
+from tests.processes import wait_until
+from tests.zkoutage import HeldRestart, kill
 
 T = TypeVar("T")
 
@@ -197,3 +201,59 @@ def test_close_stops_every_thread_and_socket(zookeeper: str) -> None:
     finally:
         other.close()
         other.delete_chroot()
+
+
+# -- the server killed and back ------------------------------------------------------------------
+
+
+def test_a_killed_server_is_an_outage_until_it_is_back_and_a_known_session_carries_on(
+    tmp_path: Path,
+) -> None:
+    held = HeldRestart()
+    server = ManagedZooKeeper(tmp_path / "zookeeper", restart_backoff_s=(0.2, 2.0), report=held)
+    server.start(timeout_s=60)
+    store = ZooKeeperStore(server.hosts, chroot=unique_chroot())
+    told: list[str | None] = []
+    store.on_outage(told.append)
+    states: list[SessionState] = []
+    try:
+        survivor = store.open_session(name="broker-1", timeout_ms=6000, on_state=states.append)
+        store.open_session(name="broker-2", timeout_ms=6000, on_state=lambda s: None)
+        settle(store, survivor.create("/mine", b"kept", ephemeral=True))
+        session_id = survivor.session_id
+        assert store.outage() is None
+
+        kill(server)  # its restart waits for held.release()
+        assert wait_until(lambda: store.outage() is not None, 10)
+        outage = store.outage()
+        assert outage == f"ZooKeeper is not answering: the lab lost every connection to {server.hosts}"
+        assert wait_until(lambda: bool(store.drain() + len(told)), 10)
+        assert told == [outage]
+
+        # A connection that reaches the restarted server while it still loads its data can hang for a
+        # whole session timeout (ZooKeeper 3.8 fails to close it); ours waits until the server serves.
+        survivor.set_link(LinkState.CUT)
+        held.release()
+        assert wait_until(lambda: len(server.restarts) == 1, 90)
+        survivor.set_link(LinkState.OPEN)
+        assert wait_until(lambda: store.drain() >= 0 and survivor.state is SessionState.CONNECTED, 10)
+        assert states == [SessionState.CONNECTED, SessionState.SUSPENDED, SessionState.CONNECTED]
+        assert survivor.session_id == session_id  # the restarted server still knew it
+        data, stat = settle(store, survivor.get("/mine"))
+        assert data == b"kept"
+        assert stat.ephemeral_owner == session_id
+        assert wait_until(lambda: store.drain() >= 0 and len(told) == 2, 10)
+        assert told == [outage, None]
+        assert store.outage() is None
+    finally:
+        store.close()
+        server.stop()
+
+
+def test_sessions_the_lab_cut_off_or_holds_do_not_make_an_outage(store: ZooKeeperStore) -> None:
+    cut = store.open_session(name="broker-2", timeout_ms=1500, on_state=lambda s: None)
+    held = store.open_session(name="broker-3", timeout_ms=1500, on_state=lambda s: None)
+    cut.set_link(LinkState.CUT)
+    held.set_link(LinkState.HELD)  # a paused broker: its pings go unanswered, kazoo drops the connection
+    assert wait_until(lambda: not (cut._client.connected or held._client.connected), 10)  # type: ignore[attr-defined]
+    assert store.outage() is None, "the lab cut these links itself: ZooKeeper still answers"
