@@ -264,7 +264,7 @@ class SlowIn(In):
 
 
 class IsolateIn(In):
-    from_: Literal["zookeeper", "brokers"] = Field(alias="from")
+    from_: Literal["zookeeper", "brokers", "clients"] = Field(alias="from")
 
 
 class StepIn(In):

@@ -16,7 +16,7 @@ import enum
 import re
 import shutil
 from collections.abc import Callable, Coroutine, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from lab.engine import errors
@@ -71,6 +71,7 @@ from lab.engine.protocol import (
     UpdateMetadataRequest,
     UpdateMetadataResponse,
 )
+from lab.engine.records import iter_records
 from lab.engine.scheduler import Scheduler, Timer
 from lab.engine.storage.checkpoints import OffsetCheckpointFile
 from lab.engine.storage.config import LogConfig
@@ -653,8 +654,8 @@ class Broker:
                     self.spawn(self._write_isr(change), f"ISR change of {tp}")
                 if partition.maybe_increment_high_watermark():
                     self._high_watermark_moved(tp)
-        response, has_data = self._read_fetch(req)
-        if has_data or req.max_wait_ms <= 0:
+        response, enough = self._read_fetch(req)
+        if enough or req.max_wait_ms <= 0:
             self._send_fetch_response(env, response)
             return
         delayed = DelayedFetch(env)
@@ -663,18 +664,27 @@ class Broker:
             self._watches.fetches.setdefault(tp, []).append(delayed)
 
     def _read_fetch(self, req: FetchRequest) -> tuple[FetchResponse, bool]:
+        """The response as it stands, and whether it is enough to send now: an error, or at least
+        ``min_bytes`` of records (Kafka's DelayedFetch). ``max_bytes`` bounds the whole response,
+        but the first batch is served whatever its size, so a large batch cannot stall a consumer."""
         follower = req.replica_id >= 0
         out: dict[TopicPartition, FetchPartitionData] = {}
-        has_data = False
+        total = 0
+        error = False
         for tp, fp in req.partitions.items():
-            data = self._read_partition(tp, fp, follower=follower)
+            room = req.max_bytes - total
+            if room <= 0 and total:
+                fp = replace(fp, max_bytes=0)
+            elif room < fp.max_bytes and total:
+                fp = replace(fp, max_bytes=room)
+            data = self._read_partition(tp, fp, follower=follower, committed=req.isolation_level == 1)
             out[tp] = data
-            if data.records or data.error is not None:
-                has_data = True
-        return FetchResponse(partitions=out), has_data
+            total += len(data.records)
+            error = error or data.error is not None
+        return FetchResponse(partitions=out), error or total >= max(1, req.min_bytes)
 
     def _read_partition(
-        self, tp: TopicPartition, fp: FetchPartition, *, follower: bool
+        self, tp: TopicPartition, fp: FetchPartition, *, follower: bool, committed: bool = False
     ) -> FetchPartitionData:
         partition = self.partitions.get(tp)
         if partition is None or not partition.is_leader:
@@ -689,8 +699,12 @@ class Broker:
                 raise errors.OffsetOutOfRange(
                     f"{tp}: offset {fp.fetch_offset} is outside [{log.log_start_offset}, {log.log_end_offset})"
                 )
-            limit = None if follower else partition.high_watermark
-            if limit is not None and fp.fetch_offset >= limit:
+            # Consumers read below the HW (read_committed: below the last stable offset, which is the
+            # HW while the lab has no transactions); followers read to the log end.
+            limit = (
+                None if follower else partition.last_stable_offset if committed else partition.high_watermark
+            )
+            if (limit is not None and fp.fetch_offset >= limit) or fp.max_bytes <= 0:
                 records = b""
                 count = 0
             else:
@@ -702,6 +716,7 @@ class Broker:
                 error=exc.name,
                 message=exc.message,
                 high_watermark=partition.high_watermark,
+                last_stable_offset=partition.last_stable_offset,
                 log_start_offset=log.log_start_offset,
                 log_end_offset=log.log_end_offset,
             )
@@ -710,6 +725,7 @@ class Broker:
         self.stats.bytes_out += len(records)
         return FetchPartitionData(
             high_watermark=partition.high_watermark,
+            last_stable_offset=partition.last_stable_offset,
             log_start_offset=log.log_start_offset,
             log_end_offset=log.log_end_offset,
             records=records,
@@ -719,7 +735,7 @@ class Broker:
     def _send_fetch_response(self, env: Envelope, response: FetchResponse) -> None:
         self.endpoint.respond(env, response)
 
-    def _complete_fetch(self, delayed: DelayedFetch) -> None:
+    def _complete_fetch(self, delayed: DelayedFetch, response: FetchResponse | None = None) -> None:
         if delayed.done:
             return
         delayed.done = True
@@ -731,8 +747,17 @@ class Broker:
                 waiting.remove(delayed)
                 if not waiting:
                     del self._watches.fetches[tp]
-        response, _ = self._read_fetch(req)
+        if response is None:
+            response, _ = self._read_fetch(req)
         self._send_fetch_response(delayed.request, response)
+
+    def _try_complete_fetch(self, delayed: DelayedFetch) -> None:
+        """Answer a waiting fetch if what it would get now is enough (min_bytes, or an error)."""
+        if delayed.done:
+            return
+        response, enough = self._read_fetch(delayed.request.body)
+        if enough:
+            self._complete_fetch(delayed, response)
 
     def _expire_fetch(self, delayed: DelayedFetch) -> None:
         self._complete_fetch(delayed)
@@ -741,7 +766,7 @@ class Broker:
         """New records at the leader: wake followers waiting for them."""
         for delayed in list(self._watches.fetches.get(tp, ())):
             if delayed.request.body.replica_id >= 0:
-                self._complete_fetch(delayed)
+                self._try_complete_fetch(delayed)
         partition = self.partitions.get(tp)
         if partition is not None and partition.maybe_increment_high_watermark():
             self._high_watermark_moved(tp)
@@ -750,7 +775,7 @@ class Broker:
         self._check_produces(tp)
         for delayed in list(self._watches.fetches.get(tp, ())):
             if delayed.request.body.replica_id < 0:
-                self._complete_fetch(delayed)
+                self._try_complete_fetch(delayed)
 
     def _partition_changed(self, tp: TopicPartition) -> None:
         """Leadership moved: every waiting request on ``tp`` answers now."""
@@ -784,19 +809,50 @@ class Broker:
         for tp, timestamp in req.partitions.items():
             partition = self.partitions.get(tp)
             if partition is None or not partition.is_leader:
-                err = NotLeaderOrFollower(f"broker {self.id} is not the leader of {tp}")
+                err: KafkaError = NotLeaderOrFollower(f"broker {self.id} is not the leader of {tp}")
+                if partition is None and tp not in self.metadata.partitions:
+                    err = UnknownTopicOrPartition(f"{tp} does not exist on broker {self.id}")
                 out[tp] = ListOffsetsResult(error=err.name, message=err.message)
                 continue
-            if timestamp == EARLIEST_TIMESTAMP:
-                offset: int | None = partition.log_start_offset
-            elif timestamp == LATEST_TIMESTAMP:
-                offset = partition.high_watermark
-            else:
-                offset = partition.log.offset_for_timestamp(timestamp)
-                if offset is not None and offset >= partition.high_watermark:
-                    offset = None
-            out[tp] = ListOffsetsResult(offset=-1 if offset is None else offset)
+            try:
+                partition.check_leader_epoch(req.current_leader_epochs.get(tp, -1))
+            except KafkaError as exc:
+                out[tp] = ListOffsetsResult(error=exc.name, message=exc.message)
+                continue
+            out[tp] = self._list_offset(partition, timestamp, committed=req.isolation_level == 1)
         self.endpoint.respond(env, ListOffsetsResponse(partitions=out))
+
+    def _list_offset(self, partition: Partition, timestamp: int, *, committed: bool) -> ListOffsetsResult:
+        """Kafka's answer: the offset, the found record's timestamp (by time), and the leader epoch
+        of the record before the offset, so a consumer can check it for truncation later."""
+        visible = partition.last_stable_offset if committed else partition.high_watermark
+        found_ts = -1
+        if timestamp == EARLIEST_TIMESTAMP:
+            offset: int | None = partition.log_start_offset
+        elif timestamp == LATEST_TIMESTAMP:
+            offset = visible
+        else:
+            offset = partition.log.offset_for_timestamp(timestamp)
+            if offset is not None and offset >= visible:
+                offset = None
+            if offset is not None:
+                found_ts = self._timestamp_at(partition, offset)
+        if offset is None:
+            return ListOffsetsResult(offset=-1, timestamp=-1)
+        epoch = partition.log.epoch_for_offset(offset - 1) if offset > partition.log_start_offset else None
+        if epoch is None:
+            epoch = partition.log.epoch_for_offset(offset)
+        return ListOffsetsResult(
+            offset=offset, timestamp=found_ts, leader_epoch=partition.leader_epoch if epoch is None else epoch
+        )
+
+    @staticmethod
+    def _timestamp_at(partition: Partition, offset: int) -> int:
+        read = partition.log.read(offset, 1)
+        for record in iter_records(read.records):
+            if record.offset == offset:
+                return record.timestamp
+        return -1
 
     def _on_metadata(self, env: Envelope) -> None:
         req: MetadataRequest = env.body

@@ -421,9 +421,7 @@ class Producer(_Client):
         self.delivery_timeout_ms = settings.number("delivery.timeout.ms")
         self.max_in_flight = settings.number("max.in.flight.requests.per.connection")
         self.max_block_ms = settings.number("max.block.ms")
-        self.compression = (
-            Compression.GZIP if settings.text("compression.type") == "gzip" else Compression.NONE
-        )
+        self.compression = Compression[settings.text("compression.type").upper()]
         self.adaptive = settings.flag("partitioner.adaptive.partitioning.enable")
         self.availability_timeout_ms = settings.number("partitioner.availability.timeout.ms")
         self.ignore_keys = settings.flag("partitioner.ignore.keys")

@@ -62,7 +62,7 @@ T = TypeVar("T")
 
 LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
 MAX_TOPIC_LENGTH = 249
-Isolation = Literal["zookeeper", "brokers"]
+Isolation = Literal["zookeeper", "brokers", "clients"]
 ADMIN_SESSION_MS = 6_000  # the lab's admin client: Kafka's zookeeper.session.timeout.ms before 2.5
 WHILE_OUT = (
     "Brokers keep serving producers and consumers with the leaders and ISRs they know; what writes to "
@@ -809,8 +809,8 @@ class Cluster:
 
     def isolate_broker(self, broker_id: BrokerId, from_: Isolation = "zookeeper") -> None:
         broker = self.broker(broker_id)
-        if from_ not in ("zookeeper", "brokers"):
-            raise IllegalArgument(f"isolate from 'zookeeper' or 'brokers', not {from_!r}")
+        if from_ not in ("zookeeper", "brokers", "clients"):
+            raise IllegalArgument(f"isolate from 'zookeeper', 'brokers' or 'clients', not {from_!r}")
         cut = self.isolation.setdefault(broker_id, set())
         if from_ in cut:
             raise IllegalState(f"broker {broker_id} is already isolated from {from_}")
@@ -818,11 +818,14 @@ class Cluster:
         if from_ == "zookeeper":
             broker.set_zookeeper_link(LinkState.CUT)
             text = "cut off from ZooKeeper: its session will expire; it keeps serving clients meanwhile"
-        else:
+        elif from_ == "brokers":
             for other in self.broker_ids:
                 if other != broker_id:
                     self.network.cut(broker_id, other)
             text = "cut off from the other brokers (clients and ZooKeeper still reach it)"
+        else:
+            self.network.cut_from_clients(broker_id)
+            text = "cut off from its clients: their requests and its answers are lost (brokers and ZooKeeper still reach it)"
         self.journal.record("broker_isolated", f"broker {broker_id} {text}", broker=broker_id)
 
     def slow_broker(self, broker_id: BrokerId, delay_ms: int = 2000) -> None:
@@ -864,6 +867,9 @@ class Cluster:
             for other in self.broker_ids:
                 self.network.mend(broker_id, other)
             healed.append("the other brokers")
+        if "clients" in cut:
+            self.network.mend_clients(broker_id)
+            healed.append("its clients")
         if self.slow.pop(broker_id, None):
             self.network.set_delay(broker_id, 0)
             healed.append("its network speed")

@@ -75,6 +75,7 @@ class Network:
         self.latency_ms = latency_ms
         self._handlers: dict[NodeId, Handler] = {}
         self._cuts: set[tuple[NodeId, NodeId]] = set()
+        self._cut_from_clients: set[NodeId] = set()  # brokers that no client reaches (nor answers)
         self._delay: dict[NodeId, int] = {}
         self._drops: list[DropRule] = []
         self._in_flight: dict[int, Envelope] = {}
@@ -102,8 +103,22 @@ class Network:
         self._cuts.discard((a, b))
         self._cuts.discard((b, a))
 
+    def cut_from_clients(self, node: NodeId) -> None:
+        """Drop everything between ``node`` and every client (a node that is not a broker)."""
+        self._cut_from_clients.add(node)
+
+    def mend_clients(self, node: NodeId) -> None:
+        self._cut_from_clients.discard(node)
+
     def is_cut(self, src: NodeId, dst: NodeId) -> bool:
-        return (src, dst) in self._cuts
+        if (src, dst) in self._cuts:
+            return True
+        if not self._cut_from_clients:
+            return False
+        # Brokers are numbered; clients (simulated or real) are named.
+        return (src in self._cut_from_clients and isinstance(dst, str)) or (
+            dst in self._cut_from_clients and isinstance(src, str)
+        )
 
     def cuts_of(self, node: NodeId) -> set[NodeId]:
         return {b for a, b in self._cuts if a == node}
@@ -148,7 +163,7 @@ class Network:
                 self._drops = [r for r in self._drops if r.count > 0]
                 self.stats.dropped += 1
                 return env
-        if (src, dst) in self._cuts:
+        if self.is_cut(src, dst):
             self.stats.dropped += 1
             return env
         self._in_flight[env.id] = env
@@ -157,7 +172,7 @@ class Network:
 
     def _deliver(self, env: Envelope) -> None:
         self._in_flight.pop(env.id, None)
-        if (env.src, env.dst) in self._cuts:
+        if self.is_cut(env.src, env.dst):
             self.stats.dropped += 1  # cut while it travelled
             return
         handler = self._handlers.get(env.dst)

@@ -112,6 +112,12 @@ class Partition:
         return self.log.log_start_offset
 
     @property
+    def last_stable_offset(self) -> int:
+        """Where read_committed consumers stop: below the first open transaction, else the HW.
+        The lab has no transactions yet, so it is the HW."""
+        return self.high_watermark
+
+    @property
     def maximal_isr(self) -> frozenset[BrokerId]:
         if self.pending_isr is None:
             return frozenset(self.isr)

@@ -53,6 +53,8 @@ class FetchRequest:
     max_wait_ms: int
     min_bytes: int
     partitions: Mapping[TopicPartition, FetchPartition]
+    max_bytes: int = 2**31 - 1  # the whole response's (KIP-74); the first batch comes whatever its size
+    isolation_level: int = 0  # 0 read_uncommitted (up to the HW), 1 read_committed (up to the LSO)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -60,6 +62,7 @@ class FetchPartitionData:
     error: str | None = None
     message: str = ""
     high_watermark: int = -1
+    last_stable_offset: int = -1
     log_start_offset: int = -1
     log_end_offset: int = -1  # not in Kafka's response; the pictures show it
     records: bytes = b""
@@ -102,6 +105,8 @@ LATEST_TIMESTAMP = -1
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ListOffsetsRequest:
     partitions: Mapping[TopicPartition, int]  # a timestamp, or EARLIEST/LATEST
+    current_leader_epochs: Mapping[TopicPartition, int] = field(default_factory=dict)  # fencing, as Fetch
+    isolation_level: int = 0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -109,6 +114,8 @@ class ListOffsetsResult:
     error: str | None = None
     message: str = ""
     offset: int = -1
+    timestamp: int = -1  # the found record's, for a lookup by time
+    leader_epoch: int = -1  # the epoch of the record before ``offset``
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

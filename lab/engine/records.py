@@ -16,16 +16,15 @@ needs them (consumers, the log cleaner, ``offset_for_timestamp``).
 from __future__ import annotations
 
 import enum
-import gzip
 import struct
-import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
 import crc32c
 
-from lab.engine.errors import CorruptRecord, IllegalArgument, UnsupportedCompressionType
+from lab.engine import compression as codecs
+from lab.engine.errors import CorruptRecord, IllegalArgument
 
 MAGIC = 2
 LOG_OVERHEAD = 12  # baseOffset + batchLength: the bytes that batchLength does not count
@@ -63,7 +62,6 @@ _LENGTH_AND_EPOCH = struct.Struct(">qii")  # baseOffset, batchLength, partitionL
 _INT64 = struct.Struct(">q")
 _INT32 = struct.Struct(">i")
 _INT32_MAX = 2**31 - 1
-_GZIP_LEVEL = 6  # Kafka's compression.gzip.level default (-1) is Deflater's default, 6
 
 
 class Compression(enum.IntEnum):
@@ -400,14 +398,9 @@ def _assemble(
     is_control: bool = False,
     timestamp_type: TimestampType = TimestampType.CREATE_TIME,
 ) -> bytes:
-    if compression == Compression.GZIP:
-        payload: bytes | bytearray = gzip.compress(bytes(body), compresslevel=_GZIP_LEVEL, mtime=0)
-    elif compression == Compression.NONE:
-        payload = body
-    else:
-        raise UnsupportedCompressionType(
-            f"compression {compression.name.lower()} is not supported (none and gzip are)"
-        )
+    payload: bytes | bytearray = (
+        body if compression == Compression.NONE else codecs.compress(compression, body)
+    )
     attributes = (
         int(compression)
         | (TIMESTAMP_TYPE_MASK if timestamp_type == TimestampType.LOG_APPEND_TIME else 0)
@@ -547,10 +540,6 @@ class BatchBuilder:
         base_offset: int = 0,
         partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH,
     ) -> None:
-        if compression not in (Compression.NONE, Compression.GZIP):
-            raise UnsupportedCompressionType(
-                f"compression {compression.name.lower()} is not supported (none and gzip are)"
-            )
         self.batch_size = batch_size
         self.compression = compression
         self.producer_id = producer_id
@@ -636,17 +625,10 @@ def batch_payload(buf: bytes | bytearray | memoryview, pos: int, header: BatchHe
     compression = header.compression
     if compression == Compression.NONE:
         return raw
-    if compression == Compression.GZIP:
-        try:
-            return gzip.decompress(raw)
-        except (OSError, EOFError, zlib.error) as e:
-            raise CorruptRecord(
-                f"batch at offset {header.base_offset}: gzip payload does not decompress: {e}"
-            ) from e
-    raise UnsupportedCompressionType(
-        f"batch at offset {header.base_offset} uses {compression.name.lower()} compression; "
-        f"this lab reads none and gzip"
-    )
+    try:
+        return codecs.decompress(compression, raw)
+    except CorruptRecord as error:
+        raise CorruptRecord(f"batch at offset {header.base_offset}: {error.message}") from error
 
 
 def decode_records(buf: bytes | bytearray | memoryview, pos: int = 0) -> list[Record]:

@@ -12,9 +12,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from lab.engine.cluster import Cluster
+from lab.engine.cluster import Cluster, Isolation
 from lab.engine.errors import IllegalArgument, IllegalState, KafkaError, KafkaTimeout, ZooKeeperNotAvailable
 from lab.runtime.spec import ClientSpec, TopicSpec, check_rate
 
@@ -173,11 +173,12 @@ def _slow(p: Mapping[str, str]) -> Act:
 
 def _isolate(p: Mapping[str, str]) -> Act:
     b = _broker(p)
-    side = _choice(p, "from", ("zookeeper", "brokers"))
+    side = _choice(p, "from", ("zookeeper", "brokers", "clients"))
+    what = {"zookeeper": "ZooKeeper", "brokers": "the other brokers", "clients": "its clients"}[side]
 
     def run(lab: LiveLab) -> str:
-        lab.cluster.isolate_broker(b, from_="zookeeper" if side == "zookeeper" else "brokers")
-        return f"Broker {b} cut off from {'ZooKeeper' if side == 'zookeeper' else 'the other brokers'}."
+        lab.cluster.isolate_broker(b, from_=cast(Isolation, side))
+        return f"Broker {b} cut off from {what}."
 
     return run
 

@@ -32,11 +32,13 @@ from lab.engine.events import Event
 from lab.runtime import actions
 from lab.runtime.broadcast import Broadcaster, broadcaster, group_name
 from lab.runtime.clock import LabClock
+from lab.runtime.listeners import Listeners
 from lab.runtime.registry import BrokerSummary, LabSummary, register_lab, unregister_lab, update_lab
 from lab.runtime.spec import ClientSpec, LabSpec
 from lab.visuals.charts import Sample
 from lab.visuals.clock import LabStatus
 from lab.visuals.frame import FrameInputs, build
+from lab.wire.connection import WireServer
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +47,14 @@ EVENTS_KEPT = 400
 REBALANCES_KEPT = 200
 GOODBYE_MS = 200  # virtual time for LeaveGroup requests to arrive when the server stops
 MAX_FRAME_MS = 2_000  # the most virtual time one tick runs; beyond it the clock re-anchors
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Listen:
+    """Where a lab's Kafka listeners bind, and the host clients are told to reach them at."""
+
+    bind_host: str = "127.0.0.1"
+    advertised_host: str = "127.0.0.1"
 
 
 class Renderer(Protocol):
@@ -83,6 +93,7 @@ class LiveLab:
         publish_interval_s: float = 0.1,
         tree_interval_s: float = 1.0,
         wall: Callable[[], float] = time.monotonic,
+        listen: Listen | None = None,
     ) -> None:
         self._spec = spec
         self.zookeeper = zookeeper
@@ -105,6 +116,10 @@ class LiveLab:
         self._thread: threading.Thread | None = None
         self._cond = threading.Condition()
         self._inbox: deque[tuple[actions.Act, Future[Any]]] = deque()
+        self._posted: deque[Callable[[], None]] = deque()  # listeners' work: frames in, in order
+        self.listen = listen
+        self.wire: WireServer | None = None
+        self.listeners: Listeners | None = None
         self._waiting: list[tuple[actions.Waiting, Future[Any]]] = []
         self._stopping = False
         self._lock = threading.Lock()  # guards the published frame and the subscriber count
@@ -198,6 +213,14 @@ class LiveLab:
             self._inbox.append((fn, future))
             self._cond.notify_all()
         return future
+
+    def post(self, fn: Callable[[], None]) -> None:
+        """Run ``fn()`` on the driver thread soon, in the order posted, with no answer (listeners)."""
+        with self._cond:
+            if self._stopping:
+                return
+            self._posted.append(fn)
+            self._cond.notify_all()
 
     def act(self, name: str, params: Mapping[str, str]) -> Future[Any]:
         """A named control (see ``lab.runtime.actions``); bad parameters fail the future at once."""
@@ -314,6 +337,7 @@ class LiveLab:
                 f"{outage}; the lab cannot be reset until it answers (its znodes are deleted with its data)"
             )
         self.state = "resetting"
+        self._close_listeners()
         self._close_cluster(delete=True)
         self._reset_state()
         self._build()
@@ -367,7 +391,7 @@ class LiveLab:
         try:
             while True:
                 with self._cond:
-                    if not self._inbox and not self._stopping:
+                    if not self._inbox and not self._posted and not self._stopping:
                         # Wake for the next tick, or sooner if the next frame is due before it.
                         due = self._last_publish + self.publish_interval_s - time.monotonic()
                         self._cond.wait(max(0.0, min(self.tick_s, due)))
@@ -375,8 +399,13 @@ class LiveLab:
                         break
                     work = list(self._inbox)
                     self._inbox.clear()
+                    posted = list(self._posted)
+                    self._posted.clear()
                 self.ticks += 1
                 self.zookeeper_outage = self._outage()
+                if self._cluster is not None:
+                    for job in posted:
+                        self._run_posted(job)
                 for fn, future in work:
                     self._execute(fn, future)
                 if self._cluster is not None and self.state == "running":
@@ -384,12 +413,14 @@ class LiveLab:
                         self._advance()
                         self._settle_waiting()
                         self._run_tick_hooks()
+                        self._sync_listeners()
                         self._maybe_poll_tree()
                     except Exception as error:
                         log.exception("lab %s: the engine failed", self.slug)
                         self._failed(error)
                 self._maybe_publish()
         finally:
+            self._close_listeners()
             self._say_goodbye()
             self._close_cluster(delete=False)
             for _, future in self._waiting:
@@ -401,6 +432,40 @@ class LiveLab:
                 future.set_exception(IllegalState(f"lab {self.slug} stopped"))
             unregister_lab(self.slug)
             self.state = "stopped"
+
+    def _run_posted(self, job: Callable[[], None]) -> None:
+        try:
+            job()
+        except Exception:  # a bug in the wire layer: the lab carries on
+            log.exception("lab %s: a listener's work failed", self.slug)
+        cluster = self._cluster
+        if cluster is not None and cluster.now_ms > self.clock.target():
+            self.clock.anchor(cluster.now_ms)
+
+    def _open_listeners(self, cluster: Cluster) -> None:
+        self.wire = WireServer(cluster)
+        if self.listen is not None and self._spec.ports:
+            self.listeners = Listeners(
+                self,
+                bind_host=self.listen.bind_host,
+                advertised_host=self.listen.advertised_host,
+                ports=self._spec.ports,
+            )
+            self._sync_listeners()
+
+    def _sync_listeners(self) -> None:
+        cluster, wire, listeners = self._cluster, self.wire, self.listeners
+        if cluster is None or wire is None or listeners is None:
+            return
+        listeners.sync(wire, {b: broker.alive for b, broker in cluster.brokers.items()})
+
+    def _close_listeners(self) -> None:
+        listeners, self.listeners = self.listeners, None
+        if self.wire is not None:
+            self.wire.close()
+            self.wire = None
+        if listeners is not None:
+            listeners.close()
 
     def _say_goodbye(self) -> None:
         """Stop the simulated clients cleanly, as an application does when its server stops:
@@ -456,6 +521,7 @@ class LiveLab:
             except KafkaError as error:
                 log.warning("lab %s: simulated client %s not restored: %s", self.slug, client.name, error)
         self.clock.anchor(cluster.now_ms)
+        self._open_listeners(cluster)
         self.state = "running"
         self.error = ""
         self._register()

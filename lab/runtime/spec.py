@@ -93,6 +93,9 @@ class LabSpec:
     seed: int = 7
     topics: tuple[TopicSpec, ...] = ()
     clients: tuple[ClientSpec, ...] = ()
+    # Each broker's Kafka listener port, kept so clients find the lab at the same address after
+    # a restart. Empty: the lab has no listeners.
+    ports: Mapping[int, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not 1 <= self.brokers <= 12:
@@ -108,6 +111,7 @@ class LabSpec:
             "seed": self.seed,
             "topics": [t.to_json() for t in self.topics],
             "clients": [c.to_json() for c in self.clients],
+            "ports": {str(b): port for b, port in sorted(self.ports.items())},
         }
 
     @classmethod
@@ -125,6 +129,7 @@ class LabSpec:
             seed=int(settings.get("seed", 7)),
             topics=tuple(TopicSpec.from_json(t) for t in settings.get("topics") or ()),
             clients=tuple(ClientSpec.from_json(c) for c in settings.get("clients") or ()),
+            ports={int(b): int(port) for b, port in (settings.get("ports") or {}).items()},
         )
 
     def with_topic(self, topic: TopicSpec) -> LabSpec:
@@ -135,6 +140,9 @@ class LabSpec:
 
     def without_client(self, name: str) -> LabSpec:
         return replace(self, clients=tuple(c for c in self.clients if c.name != name))
+
+    def with_ports(self, ports: Mapping[int, int]) -> LabSpec:
+        return replace(self, ports=dict(ports))
 
     def with_rate(self, rate: float) -> LabSpec:
         return replace(self, rate=check_rate(rate))

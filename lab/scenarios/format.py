@@ -413,7 +413,7 @@ STEPS: dict[str, tuple[Schema, tuple[str, ...], str | None]] = {
     "resume": (BROKER, ("broker",), "broker"),
     "heal": (BROKER, ("broker",), "broker"),
     "controlled_shutdown": (BROKER, ("broker",), "broker"),
-    "isolate": ({"broker": _int, "from": _choice("zookeeper", "brokers")}, ("broker",), "broker"),
+    "isolate": ({"broker": _int, "from": _choice("zookeeper", "brokers", "clients")}, ("broker",), "broker"),
     "slow": ({"broker": _int, "delay_ms": _ms}, ("broker",), "broker"),
     "wait": ({"ms": _ms}, ("ms",), "ms"),
     "wait_until": ({**EXPECT, "timeout_ms": _timeout_ms}, (), None),

@@ -221,6 +221,9 @@ def broker_actions(broker: Mapping[str, Any]) -> tuple[Action, ...]:
         slow_,
         isolate("zookeeper", "Cut ZK", "ZooKeeper", "its session will expire"),
         isolate("brokers", "Cut peers", "the other brokers", "replication to and from it stops"),
+        isolate(
+            "clients", "Cut clients", "its clients", "producers and consumers time out; replication goes on"
+        ),
         heal,
     )
 

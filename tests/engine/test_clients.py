@@ -16,6 +16,7 @@ from lab.engine.errors import (
 )
 from lab.engine.ids import TopicPartition as _tp
 from lab.engine.partitioner import partition_for_key
+from lab.engine.records import read_header
 from lab.engine.tasks import Task
 from tests.engine.helpers import checked_cluster, leo, values
 
@@ -384,15 +385,29 @@ def test_enable_idempotence_is_refused_with_kafkas_reason_first(
         assert c.clients == {}
 
 
-def test_compression_kafka_has_but_the_lab_does_not_write_is_refused_by_name() -> None:
+@pytest.mark.parametrize("codec", ["gzip", "snappy", "lz4", "zstd"])
+def test_a_producer_compresses_with_any_of_kafkas_codecs_and_consumers_read_it(codec: str) -> None:
     with checked_cluster(1) as c:
-        with pytest.raises(ConfigException, match=r"compression\.type snappy is not modelled by the lab"):
-            c.producer(compression_type="snappy")
-        with pytest.raises(
-            ConfigException, match=r"Invalid value 'brotli' for configuration compression\.type"
-        ):
-            c.producer(compression_type="brotli")
-        assert c.producer(compression_type="gzip").compression.name == "GZIP"
+        c.create_topic("t")
+        producer = c.producer(compression_type=codec, linger_ms=10)
+        futures = [producer.send("t", value=b"squeeze me %d " % i * 10) for i in range(50)]
+        c.run_until_true(lambda: all(f.done() for f in futures), 10_000)
+        assert [f.result().offset for f in futures] == list(range(50))
+        consumer = c.consumer()
+        consumer.assign([("t", 0)])
+        consumer.seek("t", 0, 0)
+        got = consumer.poll(timeout_ms=1_000)
+        assert [r.value for r in got] == [b"squeeze me %d " % i * 10 for i in range(50)]
+        batch = c.brokers[1].partitions[_tp("t", 0)].log.read(0, 1 << 20).records
+        assert read_header(batch).compression.name == codec.upper()
+
+
+def test_an_unknown_codec_is_refused_by_name() -> None:
+    with (
+        checked_cluster(1) as c,
+        pytest.raises(ConfigException, match=r"Invalid value 'brotli' for configuration compression\.type"),
+    ):
+        c.producer(compression_type="brotli")
 
 
 def test_bad_consumer_config_is_named() -> None:

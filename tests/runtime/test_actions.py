@@ -13,7 +13,11 @@ from lab.runtime.actions import PARSERS, plan
     [
         ("kill", {}, "broker is required"),
         ("kill", {"broker": "0"}, "broker must be between 1 and 12, not 0"),
-        ("isolate", {"broker": "1", "from": "moon"}, "from must be one of zookeeper, brokers, not 'moon'"),
+        (
+            "isolate",
+            {"broker": "1", "from": "moon"},
+            "from must be one of zookeeper, brokers, clients, not 'moon'",
+        ),
         ("slow", {"broker": "1", "ms": "-5"}, "ms must be between 1 and 60000, not -5"),
         ("produce", {"topic": "", "count": "1"}, "topic is required"),
         ("produce", {"topic": "t", "acks": "2"}, "acks must be one of 0, 1, all, not '2'"),

@@ -1,0 +1,249 @@
+"""Each broker of a live lab listens on its own TCP port and speaks the Kafka protocol.
+
+One asyncio loop, on its own thread, serves every listener of the process (the web server's
+loop never carries a lab's traffic). Bytes become frames here; frames go to the lab's driver
+thread (``LiveLab.post``), where ``lab.wire`` turns them into engine requests; answers come
+back to this loop to be written. A broker's listener follows its state: a killed or stopped
+broker refuses connections and drops the open ones; a paused one still accepts, and its
+gate holds what arrives.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future
+from dataclasses import dataclass
+from typing import Any
+
+from lab.wire.connection import Connection, WireServer
+from lab.wire.framing import FrameBuffer, FrameError
+
+log = logging.getLogger(__name__)
+
+PAUSE_READING_AT = 64  # requests queued on one connection before reading stops (back-pressure)
+
+
+class WireLoop:
+    """The process's loop for listeners, started on first use."""
+
+    def __init__(self) -> None:
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        with self._lock:
+            if self._loop is None or self._loop.is_closed():
+                loop = asyncio.new_event_loop()
+                started = threading.Event()
+
+                def run() -> None:
+                    asyncio.set_event_loop(loop)
+                    loop.call_soon(started.set)
+                    loop.run_forever()
+
+                threading.Thread(target=run, name="kafka-listeners", daemon=True).start()
+                started.wait()
+                self._loop = loop
+            return self._loop
+
+    def run(self, coro: Any) -> Future[Any]:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop)
+
+    def call(self, fn: Callable[..., Any], *args: Any) -> None:
+        self.loop.call_soon_threadsafe(fn, *args)
+
+
+wire_loop = WireLoop()
+
+
+class Poster:
+    """What listeners need of a lab: run a function on its driver thread, soon, in order."""
+
+    def post(self, fn: Callable[[], None]) -> None: ...
+
+
+class _ClientProtocol(asyncio.Protocol):
+    def __init__(self, listener: BrokerListener) -> None:
+        self.listener = listener
+        self.frames = FrameBuffer()
+        self.transport: asyncio.Transport | None = None
+        self.conn: Connection | None = None  # set on the driver thread, before any frame is handed over
+        self.peer = "?"
+        self.queued = 0
+        self.paused = False
+
+    # loop thread
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+        peer = transport.get_extra_info("peername")
+        self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
+        self.listener.protocols.add(self)
+        self.listener.lab.post(self._open)
+
+    def data_received(self, data: bytes) -> None:
+        try:
+            frames = self.frames.feed(data)
+        except FrameError as error:
+            why = str(error)
+            self.listener.lab.post(lambda: self._drop(why))
+            self._close_now()
+            return
+        for frame in frames:
+            self.queued += 1
+            self.listener.lab.post(lambda frame=frame: self._received(frame))
+        if self.queued >= PAUSE_READING_AT and not self.paused and self.transport is not None:
+            self.paused = True
+            self.transport.pause_reading()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.listener.protocols.discard(self)
+        pending = self.frames.pending
+        self.listener.lab.post(lambda: self._lost(pending))
+
+    def _write(self, data: bytes) -> None:
+        if self.transport is not None and not self.transport.is_closing():
+            self.transport.write(data)
+
+    def _close_now(self) -> None:
+        if self.transport is not None and not self.transport.is_closing():
+            self.transport.close()
+
+    def _done_one(self) -> None:
+        self.queued -= 1
+        if self.paused and self.queued < PAUSE_READING_AT // 2 and self.transport is not None:
+            self.paused = False
+            self.transport.resume_reading()
+
+    # driver thread
+
+    def _open(self) -> None:
+        wire = self.listener.lab.wire
+        if wire is None:
+            wire_loop.call(self._close_now)
+            return
+        self.conn = wire.connect(
+            self.listener.broker_id,
+            self.peer,
+            send=lambda data: wire_loop.call(self._write, data),
+            close=lambda why: wire_loop.call(self._close_now),
+        )
+
+    def _received(self, frame: bytes) -> None:
+        wire_loop.call(self._done_one)
+        if self.conn is not None:
+            self.conn.received(frame)
+
+    def _drop(self, why: str) -> None:
+        if self.conn is not None:
+            self.conn.drop(why)
+
+    def _lost(self, pending: int) -> None:
+        conn = self.conn
+        if conn is None or conn.closed:
+            return
+        if pending:
+            conn.drop(f"the client closed the connection in the middle of a request ({pending} bytes of it)")
+        else:
+            conn.disconnected()
+
+
+@dataclass(frozen=True, slots=True)
+class ListenerState:
+    broker_id: int
+    host: str  # advertised
+    port: int
+    open: bool
+    error: str = ""
+
+
+class BrokerListener:
+    def __init__(self, lab: Any, broker_id: int, bind_host: str, port: int) -> None:
+        self.lab = lab
+        self.broker_id = broker_id
+        self.bind_host = bind_host
+        self.port = port
+        self.protocols: set[_ClientProtocol] = set()
+        self._server: asyncio.base_events.Server | None = None
+        self.error = ""
+
+    @property
+    def is_open(self) -> bool:
+        return self._server is not None
+
+    async def open(self) -> None:
+        if self._server is not None:
+            return
+        loop = asyncio.get_running_loop()
+        try:
+            self._server = await loop.create_server(
+                lambda: _ClientProtocol(self), self.bind_host, self.port, reuse_address=True
+            )
+            self.error = ""
+        except OSError as error:
+            self.error = f"port {self.port} could not be opened: {error.strerror or error}"
+            log.warning("lab %s, broker %s: %s", getattr(self.lab, "slug", "?"), self.broker_id, self.error)
+
+    async def close(self) -> None:
+        server, self._server = self._server, None
+        if server is not None:
+            server.close()
+        for protocol in list(self.protocols):
+            if protocol.transport is not None:
+                protocol.transport.abort()  # a dead broker's sockets reset, they do not linger
+        self.protocols.clear()
+        if server is not None:
+            await server.wait_closed()
+
+
+class Listeners:
+    """A lab's listeners, one per broker, kept in step with the brokers' states (driver thread)."""
+
+    def __init__(self, lab: Any, *, bind_host: str, advertised_host: str, ports: Mapping[int, int]) -> None:
+        self.lab = lab
+        self.bind_host = bind_host
+        self.advertised_host = advertised_host
+        self.ports = dict(ports)
+        self._listeners = {b: BrokerListener(lab, b, bind_host, port) for b, port in self.ports.items()}
+        self._wanted: dict[int, bool] = {}
+
+    def sync(self, wire: WireServer, running: Mapping[int, bool]) -> None:
+        """Open the listeners of brokers that run (or are paused), close the others'."""
+        for broker_id, listener in self._listeners.items():
+            want = running.get(broker_id, False)
+            if self._wanted.get(broker_id) == want:
+                continue
+            self._wanted[broker_id] = want
+            if want:
+                wire.advertised[broker_id] = (self.advertised_host, listener.port)
+                wire_loop.run(listener.open())
+            else:
+                wire.advertised.pop(broker_id, None)
+                wire.drop_broker(broker_id, f"broker {broker_id} is not running")
+                wire_loop.run(listener.close())
+
+    def states(self) -> list[ListenerState]:
+        return [
+            ListenerState(
+                broker_id=b, host=self.advertised_host, port=lst.port, open=lst.is_open, error=lst.error
+            )
+            for b, lst in sorted(self._listeners.items())
+        ]
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return ",".join(f"{self.advertised_host}:{port}" for _, port in sorted(self.ports.items()))
+
+    def close(self, timeout_s: float = 5.0) -> None:
+        futures = [wire_loop.run(listener.close()) for listener in self._listeners.values()]
+        for future in futures:
+            try:
+                future.result(timeout_s)
+            except Exception:  # the loop is going away with the process; nothing to keep
+                log.exception("closing a listener failed")
+        self._wanted.clear()

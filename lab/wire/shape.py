@@ -1,0 +1,84 @@
+"""Build a kio entity of any version from plain data.
+
+kio has one class per API version, each with the fields that version has. Handlers answer
+once, in plain dicts named by Kafka's field names; ``make`` keeps the fields the asked
+version has and drops the rest, so one handler serves every version it advertises.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Mapping
+from dataclasses import MISSING, fields
+from functools import cache
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+from kio.serial._introspect import EntityField, EntityTupleField, classify_field
+
+
+@cache
+def _plan(cls: Any) -> tuple[tuple[str, str, type[Any] | None, bool, bool], ...]:
+    """Per field: name, kafka type, nested entity type, is it a tuple of entities, has a default."""
+    out = []
+    for f in fields(cls):
+        kind = classify_field(f)
+        nested = kind.type_ if isinstance(kind, EntityField | EntityTupleField) else None
+        has_default = f.default is not MISSING or f.default_factory is not MISSING
+        out.append(
+            (
+                f.name,
+                f.metadata.get("kafka_type", ""),
+                nested,
+                isinstance(kind, EntityTupleField),
+                has_default,
+            )
+        )
+    return tuple(out)
+
+
+def make(cls: Any, data: Mapping[str, Any]) -> Any:
+    kwargs: dict[str, Any] = {}
+    for name, kafka_type, nested, many, has_default in _plan(cls):
+        if name not in data:
+            if not has_default:
+                raise KeyError(f"{cls.__name__} v{cls.__version__} needs {name!r}")
+            continue
+        value = data[name]
+        if nested is not None and value is not None:
+            if many:
+                value = tuple(make(nested, v) if isinstance(v, Mapping) else v for v in value)
+            elif isinstance(value, Mapping):
+                value = make(nested, value)
+        elif kafka_type == "error_code":
+            value = error_code(value)
+        elif kafka_type.startswith("timedelta") and isinstance(value, int):
+            value = datetime.timedelta(milliseconds=value)
+        kwargs[name] = value
+    return cls(**kwargs)
+
+
+def error_code(error: str | int | ErrorCode | None) -> ErrorCode:
+    """Kafka's error by name (the engine's ``KafkaError.name``) or number; None is no error."""
+    if error is None:
+        return ErrorCode.none
+    if isinstance(error, ErrorCode):
+        return error
+    if isinstance(error, int):
+        return ErrorCode(error)
+    try:
+        return ErrorCode[error.lower()]
+    except KeyError:
+        return ErrorCode.unknown_server_error
+
+
+def field(body: Any, name: str, default: Any = None) -> Any:
+    """A request field that older versions lack, with the value Kafka assumes for them."""
+    return getattr(body, name, default)
+
+
+def millis(value: Any) -> int:
+    """kio reads ``timedelta_i32`` fields as timedeltas; the engine counts milliseconds."""
+    if isinstance(value, datetime.timedelta):
+        return int(value.total_seconds() * 1000)
+    return int(value)
