@@ -74,7 +74,7 @@ from lab.engine.protocol import (
 from lab.engine.scheduler import Scheduler, Timer
 from lab.engine.storage.checkpoints import OffsetCheckpointFile
 from lab.engine.storage.config import LogConfig
-from lab.engine.storage.log import PartitionLog
+from lab.engine.storage.log import PartitionLog, RetentionStats
 from lab.engine.tasks import Pending, SerialQueue, Task
 
 if TYPE_CHECKING:
@@ -1018,8 +1018,7 @@ class Broker:
         points = {(tp.topic, tp.partition): p.log.recovery_point for tp, p in self.partitions.items()}
         OffsetCheckpointFile(self.log_dir / REPLICATION_CHECKPOINT).write(hws)
         OffsetCheckpointFile(self.log_dir / RECOVERY_CHECKPOINT).write(points)
-        starts = {(tp.topic, tp.partition): p.log.log_start_offset for tp, p in self.partitions.items()}
-        OffsetCheckpointFile(self.log_dir / LOG_START_CHECKPOINT).write(starts)
+        self.checkpoint_log_start_offsets()
         cleaned = {
             (tp.topic, tp.partition): p.log.cleaner_checkpoint
             for tp, p in self.partitions.items()
@@ -1027,37 +1026,54 @@ class Broker:
         }
         OffsetCheckpointFile(self.log_dir / CLEANER_CHECKPOINT).write(cleaned)
 
+    def _clean(self, tp: TopicPartition, partition: Partition) -> None:
+        stats = partition.log.compact(self.now_ms, high_watermark=partition.high_watermark)
+        if stats.records_removed or stats.tombstones_removed:
+            self.journal(
+                "compaction",
+                f"broker {self.id} compacted {tp}: {stats.records_removed} superseded record(s) removed, "
+                f"{stats.records_retained} kept",
+                topic=tp.topic,
+                partition=tp.partition,
+            )
+
+    def checkpoint_log_start_offsets(self) -> None:
+        """log-start-offset-checkpoint: where each log starts, after retention or DeleteRecords."""
+        starts = {(tp.topic, tp.partition): p.log.log_start_offset for tp, p in self.partitions.items()}
+        OffsetCheckpointFile(self.log_dir / LOG_START_CHECKPOINT).write(starts)
+
     def flush_logs(self) -> None:
         for partition in self.partitions.values():
             partition.log.flush()
 
     def _apply_retention(self) -> None:
+        """Kafka's LogManager.cleanupLogs and the log cleaner, on every log this broker holds."""
         now = self.now_ms
+        moved = False
         for tp, partition in list(self.partitions.items()):
             log = partition.log
-            before = log.log_start_offset
-            deleted = 0
-            if log.config.delete:
-                deleted = log.delete_old_segments(now, high_watermark=partition.high_watermark)
-            if deleted:
+            stats = log.delete_old_segments(now, high_watermark=partition.high_watermark)
+            if stats.segments_deleted:
+                moved = True
                 self.journal(
                     "retention",
-                    f"broker {self.id} deleted {deleted} old segment(s) of {tp}: log start offset {before} -> "
-                    f"{log.log_start_offset} (retention.ms={log.config.retention_ms}, "
-                    f"retention.bytes={log.config.retention_bytes})",
+                    f"broker {self.id} deleted {stats.segments_deleted} old segment(s) of {tp}: log start offset "
+                    f"{stats.log_start_offset_before} -> {stats.log_start_offset} ({_retention_reasons(stats, log)})"
+                    + (
+                        "; the log is empty now: every record had expired"
+                        if stats.log_start_offset == log.log_end_offset
+                        else ""
+                    ),
                     topic=tp.topic,
                     partition=tp.partition,
+                    log_start_offset=stats.log_start_offset,
                 )
             if log.config.compact:
-                stats = log.compact(now, high_watermark=partition.high_watermark)
-                if stats.records_removed:
-                    self.journal(
-                        "compaction",
-                        f"broker {self.id} compacted {tp}: {stats.records_removed} superseded record(s) removed, "
-                        f"{stats.records_retained} kept",
-                        topic=tp.topic,
-                        partition=tp.partition,
-                    )
+                self._clean(tp, partition)
+        if moved:
+            # Kafka checkpoints log start offsets on a schedule; the lab writes them the moment
+            # retention moves one, so a restart never reads an older start than the files hold.
+            self.checkpoint_log_start_offsets()
 
     # ------------------------------------------------------------------ faults, driven by the cluster
 
@@ -1167,6 +1183,18 @@ class Broker:
         }
 
     _handlers: dict[type, Callable[[Broker, Envelope], None]] = {}
+
+
+def _retention_reasons(stats: RetentionStats, log: PartitionLog) -> str:
+    config = log.config
+    reasons = []
+    if stats.by_retention_ms:
+        reasons.append(f"{stats.by_retention_ms} older than retention.ms={config.retention_ms}")
+    if stats.by_retention_bytes:
+        reasons.append(f"{stats.by_retention_bytes} beyond retention.bytes={config.retention_bytes}")
+    if stats.by_log_start_offset:
+        reasons.append(f"{stats.by_log_start_offset} wholly below the log start offset")
+    return "; ".join(reasons)
 
 
 Broker._handlers = {

@@ -124,6 +124,21 @@ class CleanerStats:
     tombstones_removed: int = 0
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RetentionStats:
+    """One retention pass over a partition: the segments deleted, by Kafka's three reasons."""
+
+    by_log_start_offset: int  # wholly below the log start offset (DeleteRecords, a leader's start)
+    by_retention_bytes: int
+    by_retention_ms: int
+    log_start_offset_before: int
+    log_start_offset: int
+
+    @property
+    def segments_deleted(self) -> int:
+        return self.by_log_start_offset + self.by_retention_bytes + self.by_retention_ms
+
+
 def parse_partition_dir(name: str) -> tuple[str, int]:
     """``orders-3`` -> ("orders", 3): the topic may hold dashes, the partition follows the last one."""
     topic, sep, partition = name.rpartition("-")
@@ -603,45 +618,77 @@ class PartitionLog:
 
     # --- retention ------------------------------------------------------------------------------------
 
-    def delete_old_segments(self, now_ms: int, *, high_watermark: int | None = None) -> int:
-        """Retention (cleanup.policy delete): whole segments past retention.ms (by their largest
-        timestamp) or beyond retention.bytes, oldest first; also segments wholly below the log
-        start offset. Never the active segment, never a segment with offsets at or above
-        ``high_watermark`` (when given). Returns the number of segments deleted.
+    def delete_old_segments(self, now_ms: int, *, high_watermark: int | None = None) -> RetentionStats:
+        """Kafka's UnifiedLog.deleteOldSegments: delete whole segments, oldest first.
+
+        Segments wholly below the log start offset go under any policy; with cleanup.policy
+        delete, so do segments beyond retention.bytes and segments whose newest record is older
+        than retention.ms. A segment goes only if every offset in it is below ``high_watermark``
+        (when given), so the log start offset never passes it. The active segment is no
+        exception: when every segment is deletable the log first rolls a new, empty one at the
+        log end offset, and the log start offset reaches the log end offset (an idle partition
+        whose data all expired holds nothing).
         """
         self._check_open()
         config = self._config
-        deleted = 0
-        if config.delete and config.retention_ms >= 0:
-            deleted += self._delete_while(
-                lambda s: now_ms - s.max_timestamp > config.retention_ms, high_watermark
-            )
-        if config.delete and config.retention_bytes >= 0:
+        start = self._log_start_offset
+        by_start = self._delete_segments(
+            lambda _s, nxt: nxt is not None and nxt.base_offset <= self._log_start_offset,
+            high_watermark,
+            now_ms,
+        )
+        by_size = by_time = 0
+        if config.delete and config.retention_bytes >= 0 and self.size_in_bytes >= config.retention_bytes:
             excess = self.size_in_bytes - config.retention_bytes
 
-            def over_size(segment: LogSegment) -> bool:
+            def over_size(segment: LogSegment, _next: LogSegment | None) -> bool:
                 nonlocal excess
                 if excess - segment.size >= 0:
                     excess -= segment.size
                     return True
                 return False
 
-            deleted += self._delete_while(over_size, high_watermark)
-        deleted += self._delete_below_log_start()
-        return deleted
+            by_size = self._delete_segments(over_size, high_watermark, now_ms)
+        if config.delete and config.retention_ms >= 0:
+            by_time = self._delete_segments(
+                lambda s, _nxt: now_ms - _largest_timestamp(s) > config.retention_ms, high_watermark, now_ms
+            )
+        return RetentionStats(
+            by_log_start_offset=by_start,
+            by_retention_bytes=by_size,
+            by_retention_ms=by_time,
+            log_start_offset_before=start,
+            log_start_offset=self._log_start_offset,
+        )
 
-    def _delete_while(self, predicate: Callable[[LogSegment], bool], high_watermark: int | None) -> int:
+    def _delete_segments(
+        self,
+        predicate: Callable[[LogSegment, LogSegment | None], bool],
+        high_watermark: int | None,
+        now_ms: int,
+    ) -> int:
+        """Kafka's deletableSegments then deleteSegments: the leading run of segments ``predicate``
+        accepts, each wholly below the high watermark; the last segment only if it holds data."""
+        segments = self._segments
         count = 0
-        while len(self._segments) > 1:
-            segment, following = self._segments[0], self._segments[1]
-            if high_watermark is not None and following.base_offset > high_watermark:
+        for i, segment in enumerate(segments):
+            following = segments[i + 1] if i + 1 < len(segments) else None
+            upper = following.base_offset if following is not None else self.log_end_offset
+            if high_watermark is not None and high_watermark < upper:
                 break
-            if not predicate(segment):
+            if following is None and segment.size == 0:
                 break
-            self._delete_first_segment()
+            if not predicate(segment, following):
+                break
             count += 1
-        if count:
-            self._advance_log_start(self._segments[0].base_offset)
+        if not count:
+            return 0
+        if count == len(segments):
+            # A log always has a segment: roll an empty one at the log end offset first.
+            self._roll_to(self.log_end_offset, now_ms)
+        for _ in range(count):
+            self._delete_first_segment()
+        self._advance_log_start(self._segments[0].base_offset)
         return count
 
     def _delete_first_segment(self) -> None:
@@ -869,6 +916,11 @@ def _retain(
         counters.tombstones_removed += 1
         return False
     return True
+
+
+def _largest_timestamp(segment: LogSegment) -> int:
+    """Kafka's LogSegment.largestTimestamp: the newest record's, else when the segment was made."""
+    return segment.max_timestamp if segment.max_timestamp != NO_TIMESTAMP else segment.created_ms
 
 
 def _nothing_appended() -> AppendInfo:
