@@ -1027,15 +1027,27 @@ class Broker:
         OffsetCheckpointFile(self.log_dir / CLEANER_CHECKPOINT).write(cleaned)
 
     def _clean(self, tp: TopicPartition, partition: Partition) -> None:
-        stats = partition.log.compact(self.now_ms, high_watermark=partition.high_watermark)
-        if stats.records_removed or stats.tombstones_removed:
-            self.journal(
-                "compaction",
-                f"broker {self.id} compacted {tp}: {stats.records_removed} superseded record(s) removed, "
-                f"{stats.records_retained} kept",
-                topic=tp.topic,
-                partition=tp.partition,
+        log = partition.log
+        stats = log.compact(self.now_ms, high_watermark=partition.high_watermark)
+        if not (stats.records_removed or stats.tombstones_removed or stats.delete_horizons_set):
+            return
+        said = [f"{stats.records_removed} superseded record(s) removed"]
+        if stats.tombstones_removed:
+            said.append(f"{stats.tombstones_removed} tombstone(s) past their delete horizon removed")
+        said.append(f"{stats.records_retained} kept")
+        if stats.delete_horizons_set:
+            said.append(
+                f"tombstones seen for the first time stay until {stats.next_delete_horizon_ms} ms "
+                f"(now + delete.retention.ms={log.config.delete_retention_ms}, KIP-534)"
             )
+        if stats.for_delete_horizon:
+            said.append("cleaned below min.cleanable.dirty.ratio because a delete horizon had passed")
+        self.journal(
+            "compaction",
+            f"broker {self.id} compacted {tp}: " + ", ".join(said),
+            topic=tp.topic,
+            partition=tp.partition,
+        )
 
     def checkpoint_log_start_offsets(self) -> None:
         """log-start-offset-checkpoint: where each log starts, after retention or DeleteRecords."""

@@ -262,3 +262,25 @@ def test_retention_empties_an_idle_partition_on_every_replica() -> None:
         p.send("t", "after", partition=0)
         p.flush()
         assert [(r.offset, r.value) for r in reader.poll(timeout_ms=1000)] == [(12, b"after")]
+
+
+def test_an_idle_compacted_topic_drops_its_tombstone_on_every_replica() -> None:
+    # KIP-534: each replica's cleaner stamps the tombstone's batch with a delete horizon when it first
+    # keeps it; past the horizon the log is cleanable even with nothing dirty, so the tombstone goes
+    # although nothing new is written.
+    broker_config = {"log.retention.check.interval.ms": "500"}
+    topic_config = {"cleanup.policy": "compact", "segment.bytes": "150", "delete.retention.ms": "3000"}
+    with checked_cluster(3, config=broker_config) as c:
+        c.create_topic("prices", replication_factor=3, config=topic_config)
+        p = c.producer(acks="all")
+        for key, value in [("a", "1"), ("b", "1"), ("a", None), ("c", "1"), ("d", "1")]:
+            p.send("prices", value, key=key, partition=0)
+            p.flush()
+        c.run_for(1000)  # the cleaners run: a=1 goes, its tombstone stays
+        for b in (1, 2, 3):
+            assert values(c, b, "prices") == [b"1", None, b"1", b"1"]
+        assert any("stay until" in t for t in texts(c, "compaction"))
+        c.run_for(3500)  # no writes at all: only the delete horizons pass
+        for b in (1, 2, 3):
+            assert values(c, b, "prices") == [b"1", b"1", b"1"]
+        assert any("tombstone(s) past their delete horizon removed" in t for t in texts(c, "compaction"))

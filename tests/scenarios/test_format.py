@@ -46,6 +46,11 @@ def test_a_good_file_parses_with_lines_and_labels() -> None:
         ("name: x\nsteps:\n  - create_topic: {name: t, colour: red}\n", 3, "unknown field 'colour'"),
         ("name: x\nsteps:\n  - kill: 1\n  bad: [\n", 4, "not valid YAML"),
         ("name: x\nflavour: mint\nsteps:\n  - kill: 1\n", 2, "unknown top-level key 'flavour'"),
+        (
+            "name: x\nsteps:\n  - produce: {topic: t, key: k, value: v, tombstone: true}\n",
+            3,
+            "a tombstone has no value",
+        ),
     ],
 )
 def test_errors_name_the_line_and_the_problem(text: str, line: int, message: str) -> None:
@@ -59,3 +64,8 @@ def test_errors_name_the_line_and_the_problem(text: str, line: int, message: str
 def test_a_control_character_is_a_scenario_error_not_a_crash() -> None:
     with pytest.raises(ScenarioError, match="not valid YAML"):
         parse("name: x\x07\nsteps:\n  - kill: 1\n", source="bell.yaml")
+
+
+def test_a_produce_step_can_write_a_tombstone() -> None:
+    scenario = parse("name: x\nsteps:\n  - produce: {topic: t, key: k, tombstone: true}\n")
+    assert scenario.steps[0].args == {"topic": "t", "key": "k", "tombstone": True}

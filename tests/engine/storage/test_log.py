@@ -24,10 +24,12 @@ from lab.engine.errors import (
     UnexpectedAppendOffset,
 )
 from lab.engine.records import (
+    BatchHeader,
     Compression,
     Record,
     SimpleRecord,
     build_batch,
+    decode_records,
     iter_batches,
     iter_headers,
     iter_records,
@@ -561,18 +563,66 @@ def test_compaction_rewrites_batches_with_their_original_offset_range(tmp_path: 
     ]
 
 
-def test_tombstones_go_after_delete_retention_ms(tmp_path: Path) -> None:
+def tombstone_batches(log: PartitionLog) -> list[BatchHeader]:
+    """The headers of the batches holding a tombstone, read from the segment files."""
+    out = []
+    for segment in log.segments:
+        data = log.dir.joinpath(f"{segment.base_offset:020d}.log").read_bytes()
+        out += [h for pos, h in iter_batches(data) if any(r.value is None for r in decode_records(data, pos))]
+    return out
+
+
+def test_a_tombstones_delete_horizon_starts_when_the_cleaner_first_keeps_it(tmp_path: Path) -> None:
+    # KIP-534: not the tombstone's own timestamp plus delete.retention.ms, but the time of the
+    # first cleaning that keeps it plus delete.retention.ms, stamped into its batch.
+    log = PartitionLog.open(new_dir(tmp_path), COMPACTED, now_ms=0)
+    log.append_as_leader(batch((b"a", b"1"), (b"b", b"1"), ts=0), leader_epoch=0, now_ms=0)
+    log.append_as_leader(batch((b"a", None), ts=0), leader_epoch=0, now_ms=0)
+    log.roll(now_ms=0)
+    stats = log.compact(now_ms=50_000)  # the tombstone is 50 s old, far past delete.retention.ms=1000
+    assert (stats.records_removed, stats.tombstones_removed, stats.delete_horizons_set) == (1, 0, 1)
+    assert [(r.key, r.value, r.timestamp) for r in read_all(log)] == [(b"b", b"1", 0), (b"a", None, 0)]
+    [header] = tombstone_batches(log)
+    assert header.delete_horizon_ms == 51_000
+    assert header.attributes & 0x40  # attribute bit 6: the base timestamp is the delete horizon
+    assert stats.next_delete_horizon_ms == 51_000
+
+
+def test_an_idle_compacted_log_drops_its_tombstones_past_the_horizon(tmp_path: Path) -> None:
+    # No new writes, so no dirty segment and a dirty ratio of 0: the passed horizon alone makes the
+    # log cleanable (KIP-534), and the tombstone goes without anyone forcing it.
     log = PartitionLog.open(new_dir(tmp_path), COMPACTED, now_ms=0)
     log.append_as_leader(batch((b"a", b"1"), (b"b", b"1"), ts=0), leader_epoch=0, now_ms=0)
     log.append_as_leader(batch((b"a", None), ts=500), leader_epoch=0, now_ms=0)
     log.roll(now_ms=0)
-    log.compact(now_ms=1000, force=True)  # the tombstone is 500 ms old: it stays, the value it deletes goes
+    assert log.compact(now_ms=1000).delete_horizons_set == 1  # horizon 2000
+    early = log.compact(now_ms=1999)
+    assert early.skipped_reason == "no dirty segments below the first uncleanable offset"
     assert [(r.key, r.value) for r in read_all(log)] == [(b"b", b"1"), (b"a", None)]
-    log.append_as_leader(batch((b"c", b"1"), ts=2000), leader_epoch=0, now_ms=0)
+    stats = log.compact(now_ms=2000)
+    assert stats.skipped_reason is None
+    assert stats.for_delete_horizon
+    assert (stats.tombstones_removed, stats.next_delete_horizon_ms) == (1, None)
+    assert [(r.key, r.value) for r in read_all(log)] == [(b"b", b"1")]
+    assert log.compact(now_ms=10**9).skipped_reason is not None  # nothing left to do: no endless cleaning
+
+
+def test_delete_horizons_survive_a_restart(tmp_path: Path) -> None:
+    log = PartitionLog.open(new_dir(tmp_path), COMPACTED, now_ms=0)
+    log.append_as_leader(batch((b"a", b"1"), ts=0), leader_epoch=0, now_ms=0)
+    log.append_as_leader(batch((b"a", None), (b"c", b"1"), ts=0), leader_epoch=0, now_ms=0)
     log.roll(now_ms=0)
-    stats = log.compact(now_ms=2000, force=True)
+    log.compact(now_ms=100)  # horizon 1100
+    checkpoint = log.cleaner_checkpoint
+    log.close()
+    reopened = PartitionLog.open(
+        log.dir, COMPACTED, now_ms=0, recovery_point=log.recovery_point, cleaner_checkpoint=checkpoint
+    )
+    assert reopened.compact(now_ms=1099).skipped_reason is not None
+    stats = reopened.compact(now_ms=1100)
     assert stats.tombstones_removed == 1
-    assert [(r.key, r.value) for r in read_all(log)] == [(b"b", b"1"), (b"c", b"1")]
+    assert [(r.key, r.value) for r in read_all(reopened)] == [(b"c", b"1")]
+    assert tombstone_batches(reopened) == []
 
 
 def test_compaction_waits_for_the_dirty_ratio_unless_forced(tmp_path: Path) -> None:
