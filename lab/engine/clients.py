@@ -24,6 +24,7 @@ from lab.engine.errors import (
 )
 from lab.engine.events import Journal
 from lab.engine.ids import BrokerId, TopicPartition
+from lab.engine.ledger import AckedRecord, Ledger
 from lab.engine.network import Endpoint, Envelope, Network
 from lab.engine.partitioner import partition_for_key
 from lab.engine.protocol import (
@@ -85,42 +86,6 @@ class ConsumerRecord(NamedTuple):
     key: bytes | None
     value: bytes | None
     headers: tuple[tuple[str, bytes | None], ...] = ()
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class AckedRecord:
-    producer: str
-    tp: TopicPartition
-    offset: int
-    key: bytes | None
-    value: bytes | None
-    acks: int
-    time_ms: int
-
-
-class Ledger:
-    """Every write a producer was told succeeded: what the log must still hold, unless Kafka would lose it."""
-
-    # A lab left running for hours must not grow without bound: the ledger keeps the newest
-    # acknowledgements of each partition (loss checks cover that window).
-    LIMIT_PER_PARTITION = 50_000
-
-    def __init__(self) -> None:
-        self.acked: dict[TopicPartition, dict[int, AckedRecord]] = {}
-        self.highest_acks_all: dict[TopicPartition, int] = {}
-        self.count = 0
-
-    def record(self, rec: AckedRecord) -> None:
-        acked = self.acked.setdefault(rec.tp, {})
-        acked[rec.offset] = rec
-        self.count += 1
-        if len(acked) > self.LIMIT_PER_PARTITION:
-            del acked[next(iter(acked))]
-        if rec.acks == -1 and rec.offset > self.highest_acks_all.get(rec.tp, -1):
-            self.highest_acks_all[rec.tp] = rec.offset
-
-    def of(self, tp: TopicPartition) -> dict[int, AckedRecord]:
-        return self.acked.get(tp, {})
 
 
 def _bytes(value: bytes | str | None) -> bytes | None:

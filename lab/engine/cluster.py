@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 from lab.engine import errors
 from lab.engine.assignment import place_replicas
 from lab.engine.broker import Broker, BrokerState
-from lab.engine.clients import Consumer, Ledger, Producer
+from lab.engine.clients import Consumer, Producer
 from lab.engine.config import TOPIC_KEYS, BrokerConfig, validate_topic_config
 from lab.engine.context import EngineContext
 from lab.engine.errors import (
@@ -36,6 +36,7 @@ from lab.engine.errors import (
 )
 from lab.engine.events import Event, Journal
 from lab.engine.ids import BrokerId, TopicPartition
+from lab.engine.ledger import Ledger
 from lab.engine.metadata import paths
 from lab.engine.metadata.memory import MemoryStore
 from lab.engine.metadata.store import (
@@ -442,6 +443,7 @@ class Cluster:
 
     def delete_topic(self, name: str, *, wait: bool = True) -> None:
         self._assignment(name)
+        self.ledger.forget_topic(name)  # its records go on purpose: not lost
         admin = self._admin_session()
         with contextlib.suppress(NodeExists):
             self.wait(admin.create(paths.delete_topic_path(name)), what="the deletion request")
@@ -1011,9 +1013,12 @@ class Cluster:
         return self.journal.since(since)
 
     def lost_records(self) -> dict[str, list[int]]:
-        from lab.engine.invariants import lost_acknowledged
+        """Every offset at which an acknowledged record was lost, by partition ("topic-p"), for the
+        life of the cluster: a loss stays reported after its offset is written again."""
+        from lab.engine.invariants import detect_losses
 
-        return {str(tp): offsets for tp, offsets in lost_acknowledged(self).items()}
+        detect_losses(self)
+        return {str(tp): offsets for tp, offsets in self.ledger.lost_offsets().items()}
 
     # ------------------------------------------------------------------ the end
 
