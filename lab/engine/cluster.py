@@ -78,6 +78,35 @@ def validate_topic_name(name: str) -> None:
         )
 
 
+# Kafka's internal topics (Topic.INTERNAL_TOPICS): their coordinators create them, with their own
+# partition counts and configs; a group's coordinator is found by hashing into
+# offsets.topic.num.partitions, so a hand-made __consumer_offsets would leave groups without one.
+INTERNAL_TOPICS = ("__consumer_offsets", "__transaction_state")
+
+
+def validate_new_topic_name(name: str) -> None:
+    """The name rules for a topic being created: Kafka's, and no internal topic made by hand.
+
+    Kafka 3.x in ZooKeeper mode accepts CreateTopics for an internal name its coordinator has not
+    made yet (and groups then break); the lab refuses it with INVALID_TOPIC_EXCEPTION instead.
+    """
+    validate_topic_name(name)
+    if name in INTERNAL_TOPICS:
+        maker = "group coordinator" if name == "__consumer_offsets" else "transaction coordinator"
+        raise InvalidTopic(
+            f"Topic '{name}' is an internal topic: the {maker} creates it, with its own partitions and "
+            "configs; it cannot be created by hand"
+        )
+
+
+def colliding_topics(name: str, existing: Sequence[str]) -> list[str]:
+    """Kafka's Topic.hasCollision: '.' and '_' are the same in metric names, so a_b and a.b collide."""
+    if "." not in name and "_" not in name:
+        return []
+    mangled = name.replace(".", "_")
+    return sorted(t for t in existing if t != name and t.replace(".", "_") == mangled)
+
+
 class Cluster:
     def __init__(
         self,
@@ -353,6 +382,13 @@ class Cluster:
         except NoNode:
             return []
 
+    def _topics_in_zookeeper(self) -> list[str]:
+        """Every topic ZooKeeper lists (Kafka's getAllTopicsInCluster), not the controller's view."""
+        try:
+            return list(self.wait(self._admin_session().get_children(paths.BROKER_TOPICS), what="the topics"))
+        except NoNode:
+            return []
+
     def create_topic(
         self,
         name: str,
@@ -364,7 +400,7 @@ class Cluster:
         wait: bool = True,
     ) -> None:
         """Create a topic as kafka-topics.sh does in ZooKeeper mode; Kafka's error and nothing created if it is bad."""
-        validate_topic_name(name)
+        validate_new_topic_name(name)
         clean = validate_topic_config(config or {})
         LogConfig.from_topic_config(clean)  # cross-checks the log's own rules
         live = self._live_brokers()
@@ -385,6 +421,9 @@ class Cluster:
             raise TopicAlreadyExists(f"Topic '{name}' already exists.")
         if self.wait(admin.exists(paths.delete_topic_path(name))) is not None:
             raise TopicAlreadyExists(f"Topic '{name}' is marked for deletion.")
+        collides = colliding_topics(name, self._topics_in_zookeeper())
+        if collides:
+            raise InvalidTopic(f"Topic '{name}' collides with existing topics: {', '.join(collides)}")
         ops = [
             CreateOp(path=paths.topic_config_path(name), data=paths.encode_topic_config(clean)),
             CreateOp(
