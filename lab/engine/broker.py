@@ -11,7 +11,6 @@ the broker's ``Gate``: held while the broker is paused, closed once it is dead.
 
 from __future__ import annotations
 
-import contextlib
 import enum
 import re
 import shutil
@@ -25,7 +24,7 @@ from lab.engine.context import EngineContext
 from lab.engine.errors import KafkaError, NotLeaderOrFollower, RequestTimedOut, UnknownTopicOrPartition
 from lab.engine.gate import Gate, GatedSession
 from lab.engine.ids import BrokerId, TopicPartition
-from lab.engine.metadata import paths
+from lab.engine.metadata import kafkazk, paths
 from lab.engine.metadata.store import (
     BadVersion,
     CreateOp,
@@ -72,7 +71,13 @@ from lab.engine.protocol import (
     UpdateMetadataResponse,
 )
 from lab.engine.scheduler import Scheduler, Timer
-from lab.engine.storage.checkpoints import OffsetCheckpointFile
+from lab.engine.storage.checkpoints import (
+    META_PROPERTIES,
+    OffsetCheckpointFile,
+    PartitionMetadataFile,
+    read_properties,
+    write_properties,
+)
 from lab.engine.storage.config import LogConfig
 from lab.engine.storage.log import PartitionLog, RetentionStats
 from lab.engine.tasks import Pending, SerialQueue, Task
@@ -217,6 +222,7 @@ class Broker:
         self._link = LinkState.OPEN
         self._recovered: list[str] = []
         self.started_ms = ctx.now_ms
+        self.refused = ""  # why it would not start (its log directory belongs elsewhere)
 
     # ------------------------------------------------------------------ helpers
 
@@ -293,9 +299,7 @@ class Broker:
 
     def start(self) -> None:
         self.log_dir.mkdir(parents=True, exist_ok=True)
-        meta = self.log_dir / "meta.properties"
-        if not meta.exists():
-            meta.write_text(f"version=0\nbroker.id={self.id}\n")
+        self.refused = ""
         self._load_logs()
         self._open_session()
         lag = self.config.int("replica.lag.time.max.ms")
@@ -370,9 +374,12 @@ class Broker:
     async def _register(self) -> None:
         zk = self._zk()
         await paths.ensure_paths(zk)
+        cluster_id = await kafkazk.get_or_create_cluster_id(zk, self.ctx.cluster_id_proposal)
+        if not self._check_meta_properties(cluster_id):
+            return
         registration = paths.encode_broker_registration(
             paths.BrokerRegistration(
-                broker_id=self.id, host="127.0.0.1", port=9092 + self.id, timestamp_ms=self.now_ms
+                broker_id=self.id, host="127.0.0.1", port=9092 + self.id, timestamp_ms=self.ctx.wall_ms
             )
         )
         waited = False
@@ -403,6 +410,43 @@ class Broker:
         await self._watch_config_changes()
         await self._elect()
 
+    def _check_meta_properties(self, cluster_id: str) -> bool:
+        """KafkaServer.startup's check of meta.properties, then its checkpoint: a log directory belongs
+        to one broker of one cluster. False (the broker refused to start) when it belongs elsewhere."""
+        path = self.log_dir / META_PROPERTIES
+        stored = read_properties(path)
+        if stored.get("cluster.id") not in (None, cluster_id):
+            self._refuse(
+                "InconsistentClusterIdException",
+                f"The Cluster ID {cluster_id} doesn't match stored clusterId Some({stored['cluster.id']}) in "
+                "meta.properties. The broker is trying to join the wrong cluster. Configured zookeeper.connect "
+                "may be wrong.",
+            )
+            return False
+        if stored.get("broker.id") not in (None, str(self.id)):
+            self._refuse(
+                "InconsistentBrokerIdException",
+                f"Configured broker.id {self.id} doesn't match stored broker.id Some({stored['broker.id']}) in "
+                "meta.properties. If you moved your data, make sure your configured broker.id matches. If you "
+                "intend to create a new broker, you should remove all data in your data directories (log.dirs).",
+            )
+            return False
+        wanted = {"version": "0", "broker.id": str(self.id), "cluster.id": cluster_id}
+        if stored != wanted:
+            write_properties(path, wanted)
+        return True
+
+    def _refuse(self, exception: str, message: str) -> None:
+        """A fatal error during startup: the broker shuts down before it registers, writing nothing."""
+        self.refused = f"{exception}: {message}"
+        self.journal("broker_refused", f"broker {self.id} refuses to start: {self.refused}")
+        self.state = BrokerState.STOPPED
+        self._halt()
+        for partition in self.partitions.values():
+            partition.log.close()
+        if self.session is not None:
+            self.session.close()
+
     def _zk(self) -> GatedSession:
         assert self.session is not None
         return self.session
@@ -410,27 +454,32 @@ class Broker:
     # ------------------------------------------------------------------ controller election
 
     async def _elect(self) -> None:
+        """KafkaController.elect: if nobody holds /controller, try to, and bump the epoch in the same multi."""
         zk = self._zk()
-        data = paths.encode_controller(
-            paths.ControllerRegistration(broker_id=self.id, timestamp_ms=self.now_ms)
-        )
-        try:
-            await zk.create(paths.CONTROLLER, data, ephemeral=True)
-        except NodeExists:
-            stat = await zk.exists(paths.CONTROLLER, watch=self._on_controller_watch)
-            if stat is None:
-                self._jobs.put("elect", self._elect)
-                return
-            with contextlib.suppress(NoNode):
-                raw, _ = await zk.get(paths.CONTROLLER)
-                self.controller_id = paths.decode_controller(raw).broker_id
+        if await zk.exists(paths.CONTROLLER, watch=self._on_controller_watch) is not None:
+            await self._learn_controller()
             return
-        await zk.exists(paths.CONTROLLER, watch=self._on_controller_watch)
+        try:
+            epoch, version = await kafkazk.register_controller_and_increment_controller_epoch(
+                zk, self.id, self.ctx.wall_ms
+            )
+        except kafkazk.ControllerMoved:
+            await self._learn_controller()  # another broker won the race
+            return
         from lab.engine.controller import Controller
 
         self.controller_id = self.id
-        self.controller = Controller(self)
+        self.controller = Controller(self, epoch=epoch, epoch_zk_version=version)
         self.controller.start()
+
+    async def _learn_controller(self) -> None:
+        """Who holds /controller (watched); elect again if it went meanwhile."""
+        try:
+            raw, _ = await self._zk().get(paths.CONTROLLER)
+        except NoNode:
+            self._jobs.put("elect", self._elect)
+            return
+        self.controller_id = paths.decode_controller(raw).broker_id
 
     def _on_controller_watch(self, event: WatchEvent) -> None:
         if not self.alive:
@@ -816,6 +865,9 @@ class Broker:
             elif info.leader_epoch <= partition.leader_epoch:
                 results[info.tp] = "STALE_LEADER_EPOCH"  # already applied, or older than what we have
                 continue
+            if not self._topic_id_agrees(partition, req.topic_ids.get(info.tp.topic)):
+                results[info.tp] = "INCONSISTENT_TOPIC_ID"
+                continue
             self._apply_topic_config(partition)
             if info.leader == self.id:
                 self._make_leader(partition, info)
@@ -823,6 +875,27 @@ class Broker:
                 self._make_follower(partition, info)
             results[info.tp] = None
         self.endpoint.respond(env, LeaderAndIsrResponse(partitions=results))
+
+    def _topic_id_agrees(self, partition: Partition, topic_id: str | None) -> bool:
+        """partition.metadata holds the topic id (written the first time); a log of another topic
+        of the same name (deleted and made again while this broker was away) is not served."""
+        if topic_id is None or partition.topic_id == topic_id:
+            return True
+        file = PartitionMetadataFile(partition.log.dir)
+        stored = file.read()
+        if stored is None:
+            file.write(topic_id)
+        elif stored != topic_id:
+            self.journal(
+                "broker_error",
+                f"broker {self.id}: the log of {partition.tp} belongs to topic id {stored}, not {topic_id} "
+                "(the topic was deleted and made again): INCONSISTENT_TOPIC_ID, it is not served",
+                topic=partition.tp.topic,
+                partition=partition.tp.partition,
+            )
+            return False
+        partition.topic_id = topic_id
+        return True
 
     def _create_partition(self, tp: TopicPartition) -> Partition:
         log = PartitionLog.open(

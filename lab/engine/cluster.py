@@ -10,6 +10,7 @@ gets Kafka's error and changes nothing.
 from __future__ import annotations
 
 import contextlib
+import random
 import re
 import shutil
 import tempfile
@@ -35,7 +36,7 @@ from lab.engine.errors import (
     UnknownTopicOrPartition,
 )
 from lab.engine.events import Event, Journal
-from lab.engine.ids import BrokerId, TopicPartition
+from lab.engine.ids import BrokerId, TopicPartition, kafka_uuid
 from lab.engine.ledger import Ledger
 from lab.engine.metadata import paths
 from lab.engine.metadata.memory import MemoryStore
@@ -58,6 +59,7 @@ if TYPE_CHECKING:
     from lab.engine.simclients import SimulatedConsumer, SimulatedProducer
 
 LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
+LAB_EPOCH_MS = 1_704_067_200_000  # 2024-01-01T00:00:00Z: virtual time zero unless told otherwise
 MAX_TOPIC_LENGTH = 249
 Isolation = Literal["zookeeper", "brokers"]
 
@@ -119,6 +121,7 @@ class Cluster:
         broker_ids: Sequence[BrokerId],
         owns_data_dir: bool,
         name: str,
+        epoch_ms: int = 0,
     ) -> None:
         self.name = name
         self.scheduler = scheduler
@@ -136,6 +139,9 @@ class Cluster:
             journal=self.journal,
             config=config,
             data_dir=data_dir,
+            epoch_ms=epoch_ms,
+            cluster_id_proposal=kafka_uuid(random.Random(f"cluster.id:{name}:{scheduler.seed}")),
+            topic_ids=random.Random(f"topic.id:{name}:{scheduler.seed}:{epoch_ms}"),
         )
         self.brokers: dict[BrokerId, Broker] = {}
         self.broker_ids = list(broker_ids)
@@ -167,7 +173,14 @@ class Cluster:
         chroot: str | None = None,
         store: MetadataStore | None = None,
         wait: bool = True,
+        epoch_ms: int = LAB_EPOCH_MS,
     ) -> Cluster:
+        """A cluster of ``brokers`` brokers (ids 1..n), on the memory store unless ``zookeeper`` is given.
+
+        ``epoch_ms`` is the wall-clock time of virtual time zero, for the timestamps Kafka writes
+        into znodes; the engine reads no clock, so a live lab passes the time it starts and
+        everything else gets a fixed epoch (a run stays the same from its seed).
+        """
         if not 1 <= brokers <= 12:
             raise IllegalArgument(f"a lab cluster has 1 to 12 brokers, not {brokers}")
         broker_config = BrokerConfig.of(config)
@@ -192,12 +205,25 @@ class Cluster:
             broker_ids=range(1, brokers + 1),
             owns_data_dir=owns,
             name=name,
+            epoch_ms=epoch_ms,
         )
         for broker_id in cluster.broker_ids:
             cluster._start_broker(broker_id)
         if wait:
-            cluster.wait_for(cluster._is_settled, 30_000, "the brokers to register and elect a controller")
+            cluster.wait_for(
+                lambda: cluster._is_settled() or cluster._refusal() is not None,
+                30_000,
+                "the brokers to register and elect a controller",
+            )
+            refusal = cluster._refusal()
+            if refusal is not None:
+                cluster.close(delete_data=False)
+                raise errors.InconsistentClusterId(refusal)
         return cluster
+
+    def _refusal(self) -> str | None:
+        """Why a broker refused to start (its log directory belongs elsewhere), if one did."""
+        return next((f"broker {b.id}: {b.refused}" for b in self.brokers.values() if b.refused), None)
 
     def _start_broker(self, broker_id: BrokerId) -> Broker:
         broker = Broker(self.ctx, broker_id)
@@ -428,7 +454,9 @@ class Cluster:
             CreateOp(path=paths.topic_config_path(name), data=paths.encode_topic_config(clean)),
             CreateOp(
                 path=paths.topic_path(name),
-                data=paths.encode_topic_assignment(paths.TopicAssignment(partitions=placement)),
+                data=paths.encode_topic_assignment(
+                    paths.TopicAssignment(partitions=placement, topic_id=self.ctx.new_topic_id())
+                ),
             ),
         ]
         try:

@@ -128,6 +128,7 @@ def take(cluster: Cluster, *, segments: bool = False) -> dict[str, Any]:
                 "session": None if broker.session is None else broker.session.state.value,
                 "broker_epoch": broker.broker_epoch,
                 "backlog": broker.gate.backlog,
+                "refused": broker.refused,  # why it would not start (a log directory of another cluster)
             }
         )
     snapshot: dict[str, Any] = {

@@ -23,6 +23,7 @@ TONES: Mapping[str, str] = {
     "produce_failed": "bad",
     "controller_error": "bad",
     "broker_error": "bad",
+    "broker_refused": "bad",
     "truncated": "warn",
     "isr_shrink": "warn",
     "isr_update_failed": "warn",

@@ -194,6 +194,31 @@ def test_controller_failover_bumps_the_controller_epoch() -> None:
         assert part(c, "t", 0)["leader"] == 2
 
 
+def test_the_new_controller_takes_controller_and_bumps_its_epoch_in_one_transaction() -> None:
+    # Kafka 2.7+ (registerControllerAndIncrementControllerEpoch): /controller and /controller_epoch
+    # change together, so no broker is ever controller under an epoch another also holds.
+    from lab.engine.metadata import paths
+
+    with checked_cluster(3) as c:
+        admin = c._admin_session()
+        raw, epoch_stat = c.wait(admin.get(paths.CONTROLLER_EPOCH))
+        controller = c.wait(admin.exists(paths.CONTROLLER))
+        assert (raw, epoch_stat.version) == (b"1", 1)  # made at Kafka's initial epoch 0, then set to 1
+        assert controller is not None
+        assert epoch_stat.mzxid == controller.czxid
+        c.kill_broker(1)
+        c.wait_for(lambda: c.controller_id() in (2, 3), 15_000)
+        raw, epoch_stat = c.wait(admin.get(paths.CONTROLLER_EPOCH))
+        controller = c.wait(admin.exists(paths.CONTROLLER))
+        assert (raw, epoch_stat.version) == (b"2", 2)
+        assert controller is not None
+        assert epoch_stat.mzxid == controller.czxid
+        assert (
+            texts(c, "controller_elected")[-1]
+            == f"broker {c.controller_id()} is the controller (controller epoch 2)"
+        )
+
+
 def test_a_paused_controller_is_fenced_by_the_controller_epoch_when_it_wakes() -> None:
     with checked_cluster(3) as c:
         c.create_topic("t", replication_factor=3)
