@@ -443,7 +443,7 @@ class Broker:
         self.state = BrokerState.STOPPED
         self._halt()
         for partition in self.partitions.values():
-            partition.log.close()
+            partition.log.crash(lose_unflushed=False)  # the process exits: nothing flushed or checkpointed
         if self.session is not None:
             self.session.close()
 
@@ -1145,7 +1145,7 @@ class Broker:
                     f"broker {self.id} deleted {stats.segments_deleted} old segment(s) of {tp}: log start offset "
                     f"{stats.log_start_offset_before} -> {stats.log_start_offset} ({_retention_reasons(stats, log)})"
                     + (
-                        "; the log is empty now: every record had expired"
+                        "; the log holds no record now: its start offset reached its end offset"
                         if stats.log_start_offset == log.log_end_offset
                         else ""
                     ),
