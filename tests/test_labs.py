@@ -126,6 +126,7 @@ def test_live_of_starts_a_lab_once_and_renders_its_fragments(settings: SettingsW
         "timeline",
         "charts",
         "lab-frame",
+        "lost-records",
     ):
         assert f'id="{dom_id}" hx-swap-oob="true"' in html, dom_id
     assert "In-memory metadata: ZooKeeper is not running." in html
@@ -171,3 +172,40 @@ def test_a_lab_comes_back_from_its_row_with_its_data(settings: SettingsWrapper, 
     store = ZooKeeperStore(zookeeper, chroot=lab.zookeeper_chroot)
     store.delete_chroot()
     store.close()
+
+
+def test_the_lost_records_panel_shows_every_loss_and_keeps_it() -> None:
+    from lab.engine.cluster import Cluster
+    from lab.visuals.lost import lost_records
+
+    c = Cluster.create(brokers=3, seed=1)
+    try:
+        c.create_topic("t", replication_factor=3, config={"unclean.leader.election.enable": "true"})
+        p = c.producer(acks="all", retries=0)
+        for i in range(3):
+            p.send("t", f"before-{i}")
+        p.flush()
+        c.isolate_broker(2, from_="brokers")
+        c.isolate_broker(3, from_="brokers")
+        for i in range(4):
+            p.send("t", f"after-{i}")
+        p.flush(timeout_ms=30_000)
+        c.kill_broker(1)
+        c.heal(2)
+        c.heal(3)
+        c.run_for(15_000)
+        again = c.producer(acks="all")
+        for i in range(6):
+            again.send("t", f"reused-{i}")  # offsets 3..8: the lost ones, written again
+        again.flush()
+        renderer = labs.TemplateRenderer("some-lab")
+        html = renderer.fragment("lost-records", {"lost-records": lost_records(c.snapshot())})
+    finally:
+        c.close()
+    assert 'id="lost-records" hx-swap-oob="true"' in html
+    assert "hidden" not in html.split(">", 1)[0]
+    assert "4 acknowledged records lost" in html
+    assert 'data-partition="t-0" data-count="4" data-offsets="3..6"' in html
+    for i in range(4):
+        assert f"after-{i}" in html
+    assert "reused" not in html

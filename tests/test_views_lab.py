@@ -110,6 +110,21 @@ def test_a_topic_made_on_the_page_is_saved_with_the_lab(owner_client: Client) ->
     bad = owner_client.post(f"/labs/{lab.slug}/act/topic-create/", {"name": "bad name!"})
     assert bad.status_code == 409
     assert "INVALID_TOPIC" in bad.content.decode()
+    act = f"/labs/{lab.slug}/act/topic-create/"
+
+    def said(response: object) -> str:
+        return response.content.decode().replace("&#x27;", "'")  # type: ignore[attr-defined]
+
+    internal = owner_client.post(act, {"name": "__consumer_offsets", "partitions": "1"})
+    assert internal.status_code == 409
+    assert "INVALID_TOPIC_EXCEPTION: Topic '__consumer_offsets' is an internal topic" in said(internal)
+    assert "Topic pay_ments created" in said(owner_client.post(act, {"name": "pay_ments", "partitions": "1"}))
+    colliding = owner_client.post(act, {"name": "pay.ments", "partitions": "1"})
+    assert colliding.status_code == 409
+    assert "INVALID_TOPIC_EXCEPTION: Topic 'pay.ments' collides with existing topics: pay_ments" in said(
+        colliding
+    )
+    assert "pay.ments" not in [t["name"] for t in Lab.objects.get(pk=lab.pk).settings["topics"]]
 
 
 def test_controls_need_a_login_and_a_csrf_token(settings: Settings) -> None:

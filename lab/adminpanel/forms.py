@@ -16,7 +16,7 @@ from django import forms
 
 from lab.adminpanel import plan
 from lab.adminpanel.rows import TopicDetail
-from lab.engine.cluster import validate_topic_name
+from lab.engine.cluster import validate_new_topic_name
 from lab.engine.config import TOPIC_KEYS
 from lab.engine.errors import (
     IllegalArgument,
@@ -164,7 +164,7 @@ class CreateTopicForm(PanelForm):
     def clean_name(self) -> str:
         name = str(self.cleaned_data.get("name") or "")
         try:
-            validate_topic_name(name)
+            validate_new_topic_name(name)
         except InvalidTopic as error:
             raise forms.ValidationError(named(error)) from None
         return name

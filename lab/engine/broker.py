@@ -11,7 +11,6 @@ the broker's ``Gate``: held while the broker is paused, closed once it is dead.
 
 from __future__ import annotations
 
-import contextlib
 import enum
 import re
 import shutil
@@ -25,7 +24,7 @@ from lab.engine.context import EngineContext
 from lab.engine.errors import KafkaError, NotLeaderOrFollower, RequestTimedOut, UnknownTopicOrPartition
 from lab.engine.gate import Gate, GatedSession
 from lab.engine.ids import BrokerId, TopicPartition
-from lab.engine.metadata import paths
+from lab.engine.metadata import kafkazk, paths
 from lab.engine.metadata.store import (
     BadVersion,
     CreateOp,
@@ -73,9 +72,15 @@ from lab.engine.protocol import (
 )
 from lab.engine.records import iter_records
 from lab.engine.scheduler import Scheduler, Timer
-from lab.engine.storage.checkpoints import OffsetCheckpointFile
+from lab.engine.storage.checkpoints import (
+    META_PROPERTIES,
+    OffsetCheckpointFile,
+    PartitionMetadataFile,
+    read_properties,
+    write_properties,
+)
 from lab.engine.storage.config import LogConfig
-from lab.engine.storage.log import PartitionLog
+from lab.engine.storage.log import PartitionLog, RetentionStats
 from lab.engine.tasks import Pending, SerialQueue, Task
 
 if TYPE_CHECKING:
@@ -219,6 +224,7 @@ class Broker:
         self._link = LinkState.OPEN
         self._recovered: list[str] = []
         self.started_ms = ctx.now_ms
+        self.refused = ""  # why it would not start (its log directory belongs elsewhere)
 
     # ------------------------------------------------------------------ helpers
 
@@ -295,9 +301,7 @@ class Broker:
 
     def start(self) -> None:
         self.log_dir.mkdir(parents=True, exist_ok=True)
-        meta = self.log_dir / "meta.properties"
-        if not meta.exists():
-            meta.write_text(f"version=0\nbroker.id={self.id}\n")
+        self.refused = ""
         self._load_logs()
         self._open_session()
         lag = self.config.int("replica.lag.time.max.ms")
@@ -383,9 +387,12 @@ class Broker:
     async def _register(self) -> None:
         zk = self._zk()
         await paths.ensure_paths(zk)
+        cluster_id = await kafkazk.get_or_create_cluster_id(zk, self.ctx.cluster_id_proposal)
+        if not self._check_meta_properties(cluster_id):
+            return
         registration = paths.encode_broker_registration(
             paths.BrokerRegistration(
-                broker_id=self.id, host="127.0.0.1", port=9092 + self.id, timestamp_ms=self.now_ms
+                broker_id=self.id, host="127.0.0.1", port=9092 + self.id, timestamp_ms=self.ctx.wall_ms
             )
         )
         waited = False
@@ -416,6 +423,43 @@ class Broker:
         await self._watch_config_changes()
         await self._elect()
 
+    def _check_meta_properties(self, cluster_id: str) -> bool:
+        """KafkaServer.startup's check of meta.properties, then its checkpoint: a log directory belongs
+        to one broker of one cluster. False (the broker refused to start) when it belongs elsewhere."""
+        path = self.log_dir / META_PROPERTIES
+        stored = read_properties(path)
+        if stored.get("cluster.id") not in (None, cluster_id):
+            self._refuse(
+                "InconsistentClusterIdException",
+                f"The Cluster ID {cluster_id} doesn't match stored clusterId Some({stored['cluster.id']}) in "
+                "meta.properties. The broker is trying to join the wrong cluster. Configured zookeeper.connect "
+                "may be wrong.",
+            )
+            return False
+        if stored.get("broker.id") not in (None, str(self.id)):
+            self._refuse(
+                "InconsistentBrokerIdException",
+                f"Configured broker.id {self.id} doesn't match stored broker.id Some({stored['broker.id']}) in "
+                "meta.properties. If you moved your data, make sure your configured broker.id matches. If you "
+                "intend to create a new broker, you should remove all data in your data directories (log.dirs).",
+            )
+            return False
+        wanted = {"version": "0", "broker.id": str(self.id), "cluster.id": cluster_id}
+        if stored != wanted:
+            write_properties(path, wanted)
+        return True
+
+    def _refuse(self, exception: str, message: str) -> None:
+        """A fatal error during startup: the broker shuts down before it registers, writing nothing."""
+        self.refused = f"{exception}: {message}"
+        self.journal("broker_refused", f"broker {self.id} refuses to start: {self.refused}")
+        self.state = BrokerState.STOPPED
+        self._halt()
+        for partition in self.partitions.values():
+            partition.log.crash(lose_unflushed=False)  # the process exits: nothing flushed or checkpointed
+        if self.session is not None:
+            self.session.close()
+
     def _zk(self) -> GatedSession:
         assert self.session is not None
         return self.session
@@ -423,27 +467,32 @@ class Broker:
     # ------------------------------------------------------------------ controller election
 
     async def _elect(self) -> None:
+        """KafkaController.elect: if nobody holds /controller, try to, and bump the epoch in the same multi."""
         zk = self._zk()
-        data = paths.encode_controller(
-            paths.ControllerRegistration(broker_id=self.id, timestamp_ms=self.now_ms)
-        )
-        try:
-            await zk.create(paths.CONTROLLER, data, ephemeral=True)
-        except NodeExists:
-            stat = await zk.exists(paths.CONTROLLER, watch=self._on_controller_watch)
-            if stat is None:
-                self._jobs.put("elect", self._elect)
-                return
-            with contextlib.suppress(NoNode):
-                raw, _ = await zk.get(paths.CONTROLLER)
-                self.controller_id = paths.decode_controller(raw).broker_id
+        if await zk.exists(paths.CONTROLLER, watch=self._on_controller_watch) is not None:
+            await self._learn_controller()
             return
-        await zk.exists(paths.CONTROLLER, watch=self._on_controller_watch)
+        try:
+            epoch, version = await kafkazk.register_controller_and_increment_controller_epoch(
+                zk, self.id, self.ctx.wall_ms
+            )
+        except kafkazk.ControllerMoved:
+            await self._learn_controller()  # another broker won the race
+            return
         from lab.engine.controller import Controller
 
         self.controller_id = self.id
-        self.controller = Controller(self)
+        self.controller = Controller(self, epoch=epoch, epoch_zk_version=version)
         self.controller.start()
+
+    async def _learn_controller(self) -> None:
+        """Who holds /controller (watched); elect again if it went meanwhile."""
+        try:
+            raw, _ = await self._zk().get(paths.CONTROLLER)
+        except NoNode:
+            self._jobs.put("elect", self._elect)
+            return
+        self.controller_id = paths.decode_controller(raw).broker_id
 
     def _on_controller_watch(self, event: WatchEvent) -> None:
         if not self.alive:
@@ -884,6 +933,9 @@ class Broker:
             elif info.leader_epoch <= partition.leader_epoch:
                 results[info.tp] = "STALE_LEADER_EPOCH"  # already applied, or older than what we have
                 continue
+            if not self._topic_id_agrees(partition, req.topic_ids.get(info.tp.topic)):
+                results[info.tp] = "INCONSISTENT_TOPIC_ID"
+                continue
             self._apply_topic_config(partition)
             if info.leader == self.id:
                 self._make_leader(partition, info)
@@ -891,6 +943,27 @@ class Broker:
                 self._make_follower(partition, info)
             results[info.tp] = None
         self.endpoint.respond(env, LeaderAndIsrResponse(partitions=results))
+
+    def _topic_id_agrees(self, partition: Partition, topic_id: str | None) -> bool:
+        """partition.metadata holds the topic id (written the first time); a log of another topic
+        of the same name (deleted and made again while this broker was away) is not served."""
+        if topic_id is None or partition.topic_id == topic_id:
+            return True
+        file = PartitionMetadataFile(partition.log.dir)
+        stored = file.read()
+        if stored is None:
+            file.write(topic_id)
+        elif stored != topic_id:
+            self.journal(
+                "broker_error",
+                f"broker {self.id}: the log of {partition.tp} belongs to topic id {stored}, not {topic_id} "
+                "(the topic was deleted and made again): INCONSISTENT_TOPIC_ID, it is not served",
+                topic=partition.tp.topic,
+                partition=partition.tp.partition,
+            )
+            return False
+        partition.topic_id = topic_id
+        return True
 
     def _create_partition(self, tp: TopicPartition) -> Partition:
         log = PartitionLog.open(
@@ -1086,8 +1159,7 @@ class Broker:
         points = {(tp.topic, tp.partition): p.log.recovery_point for tp, p in self.partitions.items()}
         OffsetCheckpointFile(self.log_dir / REPLICATION_CHECKPOINT).write(hws)
         OffsetCheckpointFile(self.log_dir / RECOVERY_CHECKPOINT).write(points)
-        starts = {(tp.topic, tp.partition): p.log.log_start_offset for tp, p in self.partitions.items()}
-        OffsetCheckpointFile(self.log_dir / LOG_START_CHECKPOINT).write(starts)
+        self.checkpoint_log_start_offsets()
         cleaned = {
             (tp.topic, tp.partition): p.log.cleaner_checkpoint
             for tp, p in self.partitions.items()
@@ -1095,37 +1167,66 @@ class Broker:
         }
         OffsetCheckpointFile(self.log_dir / CLEANER_CHECKPOINT).write(cleaned)
 
+    def _clean(self, tp: TopicPartition, partition: Partition) -> None:
+        log = partition.log
+        stats = log.compact(self.now_ms, high_watermark=partition.high_watermark)
+        if not (stats.records_removed or stats.tombstones_removed or stats.delete_horizons_set):
+            return
+        said = [f"{stats.records_removed} superseded record(s) removed"]
+        if stats.tombstones_removed:
+            said.append(f"{stats.tombstones_removed} tombstone(s) past their delete horizon removed")
+        said.append(f"{stats.records_retained} kept")
+        if stats.delete_horizons_set:
+            said.append(
+                f"tombstones seen for the first time stay until {stats.next_delete_horizon_ms} ms "
+                f"(now + delete.retention.ms={log.config.delete_retention_ms}, KIP-534)"
+            )
+        if stats.for_delete_horizon:
+            said.append("cleaned below min.cleanable.dirty.ratio because a delete horizon had passed")
+        self.journal(
+            "compaction",
+            f"broker {self.id} compacted {tp}: " + ", ".join(said),
+            topic=tp.topic,
+            partition=tp.partition,
+        )
+
+    def checkpoint_log_start_offsets(self) -> None:
+        """log-start-offset-checkpoint: where each log starts, after retention or DeleteRecords."""
+        starts = {(tp.topic, tp.partition): p.log.log_start_offset for tp, p in self.partitions.items()}
+        OffsetCheckpointFile(self.log_dir / LOG_START_CHECKPOINT).write(starts)
+
     def flush_logs(self) -> None:
         for partition in self.partitions.values():
             partition.log.flush()
 
     def _apply_retention(self) -> None:
+        """Kafka's LogManager.cleanupLogs and the log cleaner, on every log this broker holds."""
         now = self.now_ms
+        moved = False
         for tp, partition in list(self.partitions.items()):
             log = partition.log
-            before = log.log_start_offset
-            deleted = 0
-            if log.config.delete:
-                deleted = log.delete_old_segments(now, high_watermark=partition.high_watermark)
-            if deleted:
+            stats = log.delete_old_segments(now, high_watermark=partition.high_watermark)
+            if stats.segments_deleted:
+                moved = True
                 self.journal(
                     "retention",
-                    f"broker {self.id} deleted {deleted} old segment(s) of {tp}: log start offset {before} -> "
-                    f"{log.log_start_offset} (retention.ms={log.config.retention_ms}, "
-                    f"retention.bytes={log.config.retention_bytes})",
+                    f"broker {self.id} deleted {stats.segments_deleted} old segment(s) of {tp}: log start offset "
+                    f"{stats.log_start_offset_before} -> {stats.log_start_offset} ({_retention_reasons(stats, log)})"
+                    + (
+                        "; the log holds no record now: its start offset reached its end offset"
+                        if stats.log_start_offset == log.log_end_offset
+                        else ""
+                    ),
                     topic=tp.topic,
                     partition=tp.partition,
+                    log_start_offset=stats.log_start_offset,
                 )
             if log.config.compact:
-                stats = log.compact(now, high_watermark=partition.high_watermark)
-                if stats.records_removed:
-                    self.journal(
-                        "compaction",
-                        f"broker {self.id} compacted {tp}: {stats.records_removed} superseded record(s) removed, "
-                        f"{stats.records_retained} kept",
-                        topic=tp.topic,
-                        partition=tp.partition,
-                    )
+                self._clean(tp, partition)
+        if moved:
+            # Kafka checkpoints log start offsets on a schedule; the lab writes them the moment
+            # retention moves one, so a restart never reads an older start than the files hold.
+            self.checkpoint_log_start_offsets()
 
     # ------------------------------------------------------------------ faults, driven by the cluster
 
@@ -1235,6 +1336,18 @@ class Broker:
         }
 
     _handlers: dict[type, Callable[[Broker, Envelope], None]] = {}
+
+
+def _retention_reasons(stats: RetentionStats, log: PartitionLog) -> str:
+    config = log.config
+    reasons = []
+    if stats.by_retention_ms:
+        reasons.append(f"{stats.by_retention_ms} older than retention.ms={config.retention_ms}")
+    if stats.by_retention_bytes:
+        reasons.append(f"{stats.by_retention_bytes} beyond retention.bytes={config.retention_bytes}")
+    if stats.by_log_start_offset:
+        reasons.append(f"{stats.by_log_start_offset} wholly below the log start offset")
+    return "; ".join(reasons)
 
 
 Broker._handlers = {

@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import islice
 from typing import Any, NamedTuple, Protocol
 
 from lab.engine import errors
@@ -26,6 +25,7 @@ from lab.engine.errors import (
 )
 from lab.engine.events import Journal
 from lab.engine.ids import BrokerId, TopicPartition
+from lab.engine.ledger import Ledger
 from lab.engine.network import Endpoint, Envelope, Network
 from lab.engine.partitioner import StickyPartitioner, load_stats, partition_for_key
 from lab.engine.protocol import (
@@ -87,70 +87,6 @@ class ConsumerRecord(NamedTuple):
     key: bytes | None
     value: bytes | None
     headers: tuple[tuple[str, bytes | None], ...] = ()
-
-
-class AckedRecord(NamedTuple):
-    """One record a producer was told is written. A NamedTuple: the ledger makes one per acknowledged record."""
-
-    producer: str
-    tp: TopicPartition
-    offset: int
-    key: bytes | None
-    value: bytes | None
-    acks: int
-    time_ms: int
-
-
-class Ledger:
-    """Every write a producer was told succeeded: what the log must still hold, unless Kafka would lose it."""
-
-    # A lab left running for hours must not grow without bound: the ledger keeps the newest
-    # acknowledgements of each partition (loss checks cover that window), at least this many.
-    LIMIT_PER_PARTITION = 50_000
-
-    def __init__(self) -> None:
-        self.acked: dict[TopicPartition, dict[int, AckedRecord]] = {}
-        self.highest_acks_all: dict[TopicPartition, int] = {}
-        self.count = 0
-
-    def record(self, rec: AckedRecord) -> None:
-        acked = self.acked.setdefault(rec.tp, {})
-        acked[rec.offset] = rec
-        self.count += 1
-        self._trim(rec.tp, acked)
-        if rec.acks == -1 and rec.offset > self.highest_acks_all.get(rec.tp, -1):
-            self.highest_acks_all[rec.tp] = rec.offset
-
-    def record_batch(
-        self,
-        producer: str,
-        tp: TopicPartition,
-        base_offset: int,
-        records: Sequence[tuple[bytes | None, bytes | None]],
-        *,
-        acks: int,
-        time_ms: int,
-    ) -> None:
-        """One acknowledged batch, its (key, value) pairs from ``base_offset`` on: one call per produce answer."""
-        acked = self.acked.setdefault(tp, {})
-        make = tuple.__new__  # AckedRecord(...) without its Python-level __new__: one per record
-        offset = base_offset
-        for key, value in records:
-            acked[offset] = make(AckedRecord, (producer, tp, offset, key, value, acks, time_ms))
-            offset += 1
-        self.count += len(records)
-        self._trim(tp, acked)
-        if acks == -1 and offset - 1 > self.highest_acks_all.get(tp, -1):
-            self.highest_acks_all[tp] = offset - 1
-
-    def _trim(self, tp: TopicPartition, acked: dict[int, AckedRecord]) -> None:
-        # Dropping the oldest entry of a dict one at a time rescans the deleted slots at its front
-        # (quadratic); let it grow a quarter past the limit, then keep the newest LIMIT in one go.
-        if len(acked) > self.LIMIT_PER_PARTITION * 5 // 4:
-            self.acked[tp] = dict(islice(acked.items(), len(acked) - self.LIMIT_PER_PARTITION, None))
-
-    def of(self, tp: TopicPartition) -> dict[int, AckedRecord]:
-        return self.acked.get(tp, {})
 
 
 def _bytes(value: bytes | str | None) -> bytes | None:

@@ -10,6 +10,7 @@ gets Kafka's error and changes nothing.
 from __future__ import annotations
 
 import contextlib
+import random
 import re
 import shutil
 import tempfile
@@ -20,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 from lab.engine import errors
 from lab.engine.assignment import place_replicas
 from lab.engine.broker import Broker, BrokerState
-from lab.engine.clients import Consumer, Ledger, Producer
+from lab.engine.clients import Consumer, Producer
 from lab.engine.config import TOPIC_KEYS, BrokerConfig, validate_topic_config
 from lab.engine.context import EngineContext
 from lab.engine.errors import (
@@ -36,7 +37,8 @@ from lab.engine.errors import (
     ZooKeeperNotAvailable,
 )
 from lab.engine.events import Event, Journal
-from lab.engine.ids import BrokerId, TopicPartition
+from lab.engine.ids import BrokerId, TopicPartition, kafka_uuid
+from lab.engine.ledger import Ledger
 from lab.engine.metadata import paths
 from lab.engine.metadata.memory import MemoryStore
 from lab.engine.metadata.store import (
@@ -61,6 +63,7 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
+LAB_EPOCH_MS = 1_704_067_200_000  # 2024-01-01T00:00:00Z: virtual time zero unless told otherwise
 MAX_TOPIC_LENGTH = 249
 Isolation = Literal["zookeeper", "brokers", "clients"]
 ADMIN_SESSION_MS = 6_000  # the lab's admin client: Kafka's zookeeper.session.timeout.ms before 2.5
@@ -87,6 +90,35 @@ def validate_topic_name(name: str) -> None:
         )
 
 
+# Kafka's internal topics (Topic.INTERNAL_TOPICS): their coordinators create them, with their own
+# partition counts and configs; a group's coordinator is found by hashing into
+# offsets.topic.num.partitions, so a hand-made __consumer_offsets would leave groups without one.
+INTERNAL_TOPICS = ("__consumer_offsets", "__transaction_state")
+
+
+def validate_new_topic_name(name: str) -> None:
+    """The name rules for a topic being created: Kafka's, and no internal topic made by hand.
+
+    Kafka 3.x in ZooKeeper mode accepts CreateTopics for an internal name its coordinator has not
+    made yet (and groups then break); the lab refuses it with INVALID_TOPIC_EXCEPTION instead.
+    """
+    validate_topic_name(name)
+    if name in INTERNAL_TOPICS:
+        maker = "group coordinator" if name == "__consumer_offsets" else "transaction coordinator"
+        raise InvalidTopic(
+            f"Topic '{name}' is an internal topic: the {maker} creates it, with its own partitions and "
+            "configs; it cannot be created by hand"
+        )
+
+
+def colliding_topics(name: str, existing: Sequence[str]) -> list[str]:
+    """Kafka's Topic.hasCollision: '.' and '_' are the same in metric names, so a_b and a.b collide."""
+    if "." not in name and "_" not in name:
+        return []
+    mangled = name.replace(".", "_")
+    return sorted(t for t in existing if t != name and t.replace(".", "_") == mangled)
+
+
 class Cluster:
     def __init__(
         self,
@@ -99,6 +131,7 @@ class Cluster:
         broker_ids: Sequence[BrokerId],
         owns_data_dir: bool,
         name: str,
+        epoch_ms: int = 0,
     ) -> None:
         self.name = name
         self.scheduler = scheduler
@@ -116,6 +149,9 @@ class Cluster:
             journal=self.journal,
             config=config,
             data_dir=data_dir,
+            epoch_ms=epoch_ms,
+            cluster_id_proposal=kafka_uuid(random.Random(f"cluster.id:{name}:{scheduler.seed}")),
+            topic_ids=random.Random(f"topic.id:{name}:{scheduler.seed}:{epoch_ms}"),
         )
         self.brokers: dict[BrokerId, Broker] = {}
         self.broker_ids = list(broker_ids)
@@ -150,7 +186,14 @@ class Cluster:
         chroot: str | None = None,
         store: MetadataStore | None = None,
         wait: bool = True,
+        epoch_ms: int = LAB_EPOCH_MS,
     ) -> Cluster:
+        """A cluster of ``brokers`` brokers (ids 1..n), on the memory store unless ``zookeeper`` is given.
+
+        ``epoch_ms`` is the wall-clock time of virtual time zero, for the timestamps Kafka writes
+        into znodes; the engine reads no clock, so a live lab passes the time it starts and
+        everything else gets a fixed epoch (a run stays the same from its seed).
+        """
         if not 1 <= brokers <= 12:
             raise IllegalArgument(f"a lab cluster has 1 to 12 brokers, not {brokers}")
         broker_config = BrokerConfig.of(config)
@@ -175,12 +218,25 @@ class Cluster:
             broker_ids=range(1, brokers + 1),
             owns_data_dir=owns,
             name=name,
+            epoch_ms=epoch_ms,
         )
         for broker_id in cluster.broker_ids:
             cluster._start_broker(broker_id)
         if wait:
-            cluster.wait_for(cluster._is_settled, 30_000, "the brokers to register and elect a controller")
+            cluster.wait_for(
+                lambda: cluster._is_settled() or cluster._refusal() is not None,
+                30_000,
+                "the brokers to register and elect a controller",
+            )
+            refusal = cluster._refusal()
+            if refusal is not None:
+                cluster.close(delete_data=False)
+                raise errors.InconsistentClusterId(refusal)
         return cluster
+
+    def _refusal(self) -> str | None:
+        """Why a broker refused to start (its log directory belongs elsewhere), if one did."""
+        return next((f"broker {b.id}: {b.refused}" for b in self.brokers.values() if b.refused), None)
 
     def _start_broker(self, broker_id: BrokerId) -> Broker:
         broker = Broker(self.ctx, broker_id)
@@ -412,6 +468,13 @@ class Cluster:
         except NoNode:
             return []
 
+    def _topics_in_zookeeper(self) -> list[str]:
+        """Every topic ZooKeeper lists (Kafka's getAllTopicsInCluster), not the controller's view."""
+        try:
+            return list(self.wait(self._admin_session().get_children(paths.BROKER_TOPICS), what="the topics"))
+        except NoNode:
+            return []
+
     def create_topic(
         self,
         name: str,
@@ -423,7 +486,7 @@ class Cluster:
         wait: bool = True,
     ) -> None:
         """Create a topic as kafka-topics.sh does in ZooKeeper mode; Kafka's error and nothing created if it is bad."""
-        validate_topic_name(name)
+        validate_new_topic_name(name)
         clean = validate_topic_config(config or {})
         LogConfig.from_topic_config(clean)  # cross-checks the log's own rules
         live = self._live_brokers()
@@ -444,11 +507,16 @@ class Cluster:
             raise TopicAlreadyExists(f"Topic '{name}' already exists.")
         if self._ask(admin.exists(paths.delete_topic_path(name))) is not None:
             raise TopicAlreadyExists(f"Topic '{name}' is marked for deletion.")
+        collides = colliding_topics(name, self._topics_in_zookeeper())
+        if collides:
+            raise InvalidTopic(f"Topic '{name}' collides with existing topics: {', '.join(collides)}")
         ops = [
             CreateOp(path=paths.topic_config_path(name), data=paths.encode_topic_config(clean)),
             CreateOp(
                 path=paths.topic_path(name),
-                data=paths.encode_topic_assignment(paths.TopicAssignment(partitions=placement)),
+                data=paths.encode_topic_assignment(
+                    paths.TopicAssignment(partitions=placement, topic_id=self.ctx.new_topic_id())
+                ),
             ),
         ]
         try:
@@ -502,6 +570,7 @@ class Cluster:
 
     def delete_topic(self, name: str, *, wait: bool = True) -> None:
         self._assignment(name)
+        self.ledger.forget_topic(name)  # its records go on purpose: not lost
         admin = self._admin_session()
         with contextlib.suppress(NodeExists):
             self._ask(admin.create(paths.delete_topic_path(name)), what="the deletion request")
@@ -1089,9 +1158,12 @@ class Cluster:
         return self.journal.since(since)
 
     def lost_records(self) -> dict[str, list[int]]:
-        from lab.engine.invariants import lost_acknowledged
+        """Every offset at which an acknowledged record was lost, by partition ("topic-p"), for the
+        life of the cluster: a loss stays reported after its offset is written again."""
+        from lab.engine.invariants import detect_losses
 
-        return {str(tp): offsets for tp, offsets in lost_acknowledged(self).items()}
+        detect_losses(self)
+        return {str(tp): offsets for tp, offsets in self.ledger.lost_offsets().items()}
 
     # ------------------------------------------------------------------ the end
 

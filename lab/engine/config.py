@@ -388,7 +388,8 @@ _key(
     "topic",
     "long",
     "86400000",
-    "How long a tombstone (a null value) survives compaction, so consumers can see the delete.",
+    "How long a tombstone (a null value) survives after the cleaner first keeps it (KIP-534's delete horizon), "
+    "so consumers can see the delete.",
     minimum=0,
     broker_name="log.cleaner.delete.retention.ms",
 )

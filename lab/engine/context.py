@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import random
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from lab.engine.config import BrokerConfig
 from lab.engine.events import Journal
+from lab.engine.ids import kafka_uuid
 from lab.engine.metadata.store import MetadataStore
 from lab.engine.network import Network
 from lab.engine.scheduler import Scheduler
@@ -24,7 +26,23 @@ class EngineContext:
     # What the newest controller knew (ControllerContext), kept after it dies: the pictures'
     # and the invariants' view of which broker should lead each partition.
     controller_context: Any = None
+    # Wall-clock milliseconds at virtual time zero: what Kafka's time.milliseconds() would read,
+    # for the timestamps Kafka writes into znodes. Given from outside (the engine reads no clock).
+    epoch_ms: int = 0
+    # The id a broker proposes for /cluster/id (the first to write it wins), from the seed alone,
+    # so a cluster rebuilt from its seed and data directory finds the id its meta.properties keep.
+    cluster_id_proposal: str = ""
+    # Topic ids (KIP-516): from the seed and the epoch, so each cluster's differ.
+    topic_ids: random.Random = field(default_factory=random.Random)
 
     @property
     def now_ms(self) -> int:
         return self.scheduler.now_ms
+
+    @property
+    def wall_ms(self) -> int:
+        """The time a Kafka broker would read now (epoch milliseconds)."""
+        return self.epoch_ms + self.scheduler.now_ms
+
+    def new_topic_id(self) -> str:
+        return kafka_uuid(self.topic_ids)

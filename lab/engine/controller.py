@@ -20,6 +20,7 @@ from lab.engine.config import effective_topic_config
 from lab.engine.errors import KafkaError
 from lab.engine.ids import BrokerId, TopicPartition
 from lab.engine.metadata import paths
+from lab.engine.metadata.kafkazk import ControllerMoved
 from lab.engine.metadata.store import (
     BadVersion,
     CheckOp,
@@ -82,6 +83,7 @@ class ControllerContext:
     assignments: dict[TopicPartition, tuple[BrokerId, ...]] = field(default_factory=dict)
     states: dict[TopicPartition, LeaderIsr] = field(default_factory=dict)
     topic_configs: dict[str, dict[str, str]] = field(default_factory=dict)
+    topic_ids: dict[str, str] = field(default_factory=dict)  # KIP-516, from /brokers/topics/<t>
     reassignments: dict[TopicPartition, tuple[BrokerId, ...]] = field(default_factory=dict)
     deleting: set[str] = field(default_factory=set)
 
@@ -92,20 +94,17 @@ class ControllerContext:
         return broker in self.live_brokers
 
 
-class ControllerMoved(MetadataError):
-    code = "CONTROLLER_MOVED"
-
-
 Decision = tuple[LeaderIsr, str]
 Decide = Callable[[TopicPartition, LeaderIsr], Decision | None]
 
 
 class Controller:
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: Broker, *, epoch: int, epoch_zk_version: int) -> None:
+        """The controller ``broker`` became by winning /controller at ``epoch`` (see kafkazk.py)."""
         self.broker = broker
         self.id = broker.id
         self.zk = broker._zk()
-        self.ctx = ControllerContext()
+        self.ctx = ControllerContext(epoch=epoch, epoch_zk_version=epoch_zk_version)
         self.events = SerialQueue(self._failed)
         self._stopped = False
         self.loaded = False  # the context holds what ZooKeeper says (pictures may use it)
@@ -164,7 +163,6 @@ class Controller:
     # ------------------------------------------------------------------ startup (failover)
 
     async def _startup(self) -> None:
-        await self._bump_epoch()
         self.journal(
             "controller_elected",
             f"broker {self.id} is the controller (controller epoch {self.ctx.epoch})",
@@ -202,25 +200,6 @@ class Controller:
         await self._on_preferred_election()
         self._schedule_rebalance()
 
-    async def _bump_epoch(self) -> None:
-        try:
-            raw, stat = await self.zk.get(paths.CONTROLLER_EPOCH)
-        except NoNode:
-            try:
-                await self.zk.create(paths.CONTROLLER_EPOCH, paths.encode_controller_epoch(1))
-                self.ctx.epoch, self.ctx.epoch_zk_version = 1, 0
-                return
-            except NodeExists:
-                raw, stat = await self.zk.get(paths.CONTROLLER_EPOCH)
-        epoch = paths.decode_controller_epoch(raw) + 1
-        try:
-            new_stat = await self.zk.set(
-                paths.CONTROLLER_EPOCH, paths.encode_controller_epoch(epoch), stat.version
-            )
-        except BadVersion:
-            raise ControllerMoved(paths.CONTROLLER_EPOCH) from None
-        self.ctx.epoch, self.ctx.epoch_zk_version = epoch, new_stat.version
-
     async def _read_brokers(self) -> dict[BrokerId, int]:
         children = await self.zk.get_children(
             paths.BROKER_IDS, watch=self._watch("BrokerChange", self._on_broker_change)
@@ -239,13 +218,17 @@ class Controller:
     async def _load_topic(self, topic: str) -> list[TopicPartition]:
         """Read a topic's assignment (watching it) and config; returns its partitions new to us."""
         try:
-            raw, _ = await self.zk.get(
+            raw, stat = await self.zk.get(
                 paths.topic_path(topic),
                 watch=self._watch("PartitionModifications", lambda: self._on_partitions_change(topic)),
             )
         except NoNode:
             return []
         assignment = paths.decode_topic_assignment(raw)
+        if assignment.topic_id is None:
+            assignment = await self._assign_topic_id(topic, assignment, stat.version)
+        if assignment.topic_id is not None:
+            self.ctx.topic_ids[topic] = assignment.topic_id
         try:
             config_raw, _ = await self.zk.get(paths.topic_config_path(topic))
             self.ctx.topic_configs[topic] = paths.decode_topic_config(config_raw)
@@ -259,6 +242,34 @@ class Controller:
                 new.append(tp)
             self.ctx.assignments[tp] = tuple(replicas)
         return new
+
+    async def _assign_topic_id(
+        self, topic: str, assignment: paths.TopicAssignment, version: int
+    ) -> paths.TopicAssignment:
+        """A topic an older Kafka wrote has no id: the controller gives it one, as Kafka 2.8+ does."""
+        named = replace(assignment, topic_id=self.broker.ctx.new_topic_id())
+        try:
+            await self.zk.multi(
+                [
+                    CheckOp(path=paths.CONTROLLER_EPOCH, version=self.ctx.epoch_zk_version),
+                    SetDataOp(
+                        path=paths.topic_path(topic),
+                        data=paths.encode_topic_assignment(named),
+                        version=version,
+                    ),
+                ]
+            )
+        except BadVersion as exc:
+            if exc.path == paths.CONTROLLER_EPOCH:
+                raise ControllerMoved(paths.CONTROLLER_EPOCH) from None
+            return assignment  # changed meanwhile: its watch brings it back here
+        self.journal(
+            "topic_id_assigned",
+            f"controller {self.id} gave topic {topic} its topic id {named.topic_id} (KIP-516)",
+            topic=topic,
+            broker=self.id,
+        )
+        return named
 
     async def _read_states(self, tps: Sequence[TopicPartition]) -> None:
         reads = [(tp, self.zk.get(paths.partition_state_path(tp.topic, tp.partition))) for tp in tps]
@@ -330,7 +341,16 @@ class Controller:
         if infos and self.ctx.live(broker):
             self._send(
                 broker,
-                LeaderAndIsrRequest(controller_id=self.id, controller_epoch=self.ctx.epoch, partitions=infos),
+                LeaderAndIsrRequest(
+                    controller_id=self.id,
+                    controller_epoch=self.ctx.epoch,
+                    partitions=infos,
+                    topic_ids={
+                        tp.topic: self.ctx.topic_ids[tp.topic]
+                        for tp in (i.tp for i in infos)
+                        if tp.topic in self.ctx.topic_ids
+                    },
+                ),
             )
 
     def _send_update_metadata(self, deleted_topics: Sequence[str] = ()) -> None:
@@ -666,6 +686,7 @@ class Controller:
             self.ctx.reassignments.pop(tp, None)
         self.ctx.topics.discard(topic)
         self.ctx.topic_configs.pop(topic, None)
+        self.ctx.topic_ids.pop(topic, None)
         self.ctx.deleting.discard(topic)
 
     async def _on_delete_topics(self) -> None:

@@ -241,6 +241,12 @@ class UnexpectedAppendOffset(KafkaError):
     name = "UNEXPECTED_APPEND_OFFSET"
 
 
+class InconsistentClusterId(KafkaError):
+    """A broker's meta.properties names another cluster (or broker): it refuses to start."""
+
+    name = "INCONSISTENT_CLUSTER_ID"
+
+
 class KafkaTimeout(KafkaError):
     """Client side: a deadline passed (Kafka's TimeoutException), e.g. delivery.timeout.ms."""
 

@@ -331,7 +331,11 @@ class GroupCoordinator:
                     ),
                     CreateOp(
                         path=paths.topic_path(OFFSETS_TOPIC),
-                        data=paths.encode_topic_assignment(paths.TopicAssignment(partitions=placement)),
+                        data=paths.encode_topic_assignment(
+                            paths.TopicAssignment(
+                                partitions=placement, topic_id=self.broker.ctx.new_topic_id()
+                            )
+                        ),
                     ),
                 ]
             )

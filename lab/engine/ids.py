@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import random
 from dataclasses import dataclass
 
 BrokerId = int
@@ -28,3 +30,18 @@ class TopicPartition:
         sep = "/" if "/" in text else "-"
         topic, _, part = text.rpartition(sep)
         return cls(topic, int(part))
+
+
+def kafka_uuid(rng: random.Random) -> str:
+    """A version-4 UUID as Kafka prints its cluster and topic ids: 16 bytes, base64url, no padding.
+
+    From the cluster's own seeded generator, so a seed gives the same ids. Like Kafka's
+    Uuid.randomUuid, never one starting with '-' (a command line would read it as an option).
+    """
+    while True:
+        raw = bytearray(rng.getrandbits(128).to_bytes(16, "big"))
+        raw[6] = (raw[6] & 0x0F) | 0x40  # version 4
+        raw[8] = (raw[8] & 0x3F) | 0x80  # IETF variant
+        text = base64.urlsafe_b64encode(bytes(raw)).decode("ascii").rstrip("=")
+        if not text.startswith("-"):
+            return text

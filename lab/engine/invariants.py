@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from lab.engine.ids import BrokerId, TopicPartition
+from lab.engine.ledger import AckedRecord, LostRecord
 from lab.engine.records import iter_records
 
 if TYPE_CHECKING:
@@ -112,10 +113,18 @@ def lost_acknowledged(
 ) -> dict[TopicPartition, list[int]]:
     """Acknowledged offsets the current leader no longer has, or holds a different record at.
 
-    Offsets below the log start offset (removed by retention or compaction on purpose) are not lost.
-    Partitions without a leader are skipped: their data may come back with their last ISR member.
+    Offsets below the log start offset (removed by retention on purpose) are not lost, nor, on a
+    compacted topic, records missing below the log end offset (the cleaner removed them). Partitions
+    without a leader are skipped: their data may come back with their last ISR member. A query of
+    the present only: ``detect_losses`` notes what it finds in the ledger for good.
     """
-    lost: dict[TopicPartition, list[int]] = {}
+    return {tp: [r.offset for r in records] for tp, records in _missing(cluster, acks_all_only, only).items()}
+
+
+def _missing(
+    cluster: Cluster, acks_all_only: bool, only: set[TopicPartition] | None
+) -> dict[TopicPartition, list[AckedRecord]]:
+    lost: dict[TopicPartition, list[AckedRecord]] = {}
     for tp, acked in sorted(cluster.ledger.acked.items()):
         if only is not None and tp not in only:
             continue
@@ -138,16 +147,31 @@ def lost_acknowledged(
             if data.next_offset <= offset:
                 break
             offset = data.next_offset
-        gone = sorted(
-            o
-            for o, r in wanted.items()
+        end = log.log_end_offset
+        gone = [
+            r
+            for o, r in sorted(wanted.items())
             if o >= log.log_start_offset
             and present.get(o) != (r.key, r.value)
-            and not (log.config.compact and o not in present)
-        )
+            and not (log.config.compact and o not in present and o < end)
+        ]
         if gone:
             lost[tp] = gone
     return lost
+
+
+def detect_losses(cluster: Cluster, *, only: set[TopicPartition] | None = None) -> int:
+    """Note in the ledger, for good, every acknowledged record the leaders no longer hold; how many are new."""
+    ledger = cluster.ledger
+    found = 0
+    for tp, records in _missing(cluster, False, only).items():
+        leader = cluster.leader_of(tp.topic, tp.partition)
+        for rec in records:
+            if ledger.is_noted(rec):
+                continue
+            ledger.lose(rec, detected_ms=cluster.now_ms, why=f"not in the log of the leader, broker {leader}")
+            found += 1
+    return found
 
 
 def ranges(offsets: list[int]) -> str:
@@ -168,43 +192,45 @@ def ranges(offsets: list[int]) -> str:
 
 
 class LossWatcher:
-    """After each change of leader, names the acknowledged records the new leader does not have."""
+    """After each change of leader, finds the acknowledged records the new leader does not have; after
+    every step, says in the journal which records were found lost (by it, or by the ledger when an
+    offset that held an acknowledged record was acknowledged again with another)."""
 
     def __init__(self, cluster: Cluster) -> None:
         self.cluster = cluster
         self.seq = 0
-        self.reported: dict[TopicPartition, set[int]] = {}
 
     def check(self) -> None:
         journal = self.cluster.journal
-        if journal.last_seq == self.seq:
-            return
-        events = journal.since(self.seq)
-        self.seq = journal.last_seq
-        if not self.cluster.ledger.count:
-            return
-        tps = {
-            TopicPartition(e.topic, e.partition)
-            for e in events
-            if e.kind == "became_leader" and e.topic is not None and e.partition is not None
-        }
-        if not tps:
-            return
-        for tp, offsets in lost_acknowledged(self.cluster, only=tps).items():
-            seen = self.reported.setdefault(tp, set())
-            new = [o for o in offsets if o not in seen]
-            if not new:
-                continue
-            seen.update(new)
-            acked = self.cluster.ledger.of(tp)
-            kinds = sorted({"all" if acked[o].acks == -1 else str(acked[o].acks) for o in new})
+        if journal.last_seq != self.seq:
+            events = journal.since(self.seq)
+            self.seq = journal.last_seq
+            if self.cluster.ledger.count:
+                tps = {
+                    TopicPartition(e.topic, e.partition)
+                    for e in events
+                    if e.kind == "became_leader" and e.topic is not None and e.partition is not None
+                }
+                if tps:
+                    detect_losses(self.cluster, only=tps)
+        if self.cluster.ledger.unannounced:
+            self.announce()
+
+    def announce(self) -> None:
+        groups: dict[tuple[TopicPartition, str], list[LostRecord]] = {}
+        for lost in self.cluster.ledger.take_unannounced():
+            groups.setdefault((lost.record.tp, lost.why), []).append(lost)
+        for (tp, why), found in groups.items():
+            offsets = sorted(lost.record.offset for lost in found)
+            kinds = sorted({"all" if lost.record.acks == -1 else str(lost.record.acks) for lost in found})
             leader = self.cluster.leader_of(tp.topic, tp.partition)
-            journal.record(
+            self.cluster.journal.record(
                 "records_lost",
-                f"{len(new)} acknowledged record(s) of {tp} lost: offsets {ranges(new)} (acks={'/'.join(kinds)}) are "
-                f"not in the log of the new leader, broker {leader}",
+                f"{len(found)} acknowledged record(s) of {tp} lost: offsets {ranges(offsets)} "
+                f"(acks={'/'.join(kinds)}): {why}",
                 topic=tp.topic,
                 partition=tp.partition,
                 broker=leader,
-                offsets=new,
+                offsets=offsets,
             )
+        self.seq = self.cluster.journal.last_seq

@@ -96,6 +96,7 @@ class Partition:
         self.followers: dict[BrokerId, FollowerState] = {}
         self.high_watermark = min(max(high_watermark, log.log_start_offset), log.log_end_offset)
         self.min_insync_replicas = 1
+        self.topic_id: str | None = None  # KIP-516: checked against partition.metadata once
 
     # Who am I for this partition?
 

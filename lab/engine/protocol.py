@@ -175,6 +175,7 @@ class LeaderAndIsrRequest:
     controller_id: BrokerId
     controller_epoch: int
     partitions: tuple[PartitionStateInfo, ...]
+    topic_ids: Mapping[str, str] = field(default_factory=dict)  # KIP-516 (LeaderAndIsr v5+)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -6,6 +6,10 @@ A batch is a 61-byte big-endian header followed by its records::
     attributes int16 | lastOffsetDelta int32 | baseTimestamp int64 | maxTimestamp int64 |
     producerId int64 | producerEpoch int16 | baseSequence int32 | recordCount int32 | records...
 
+Attribute bit 6 (KIP-534) says ``baseTimestamp`` holds the batch's delete horizon: the log cleaner
+sets it the first time it keeps a tombstone, and drops the batch's tombstones once it has passed.
+Record timestamps stay ``baseTimestamp`` plus their delta, so they survive the change.
+
 The CRC-32C covers everything from ``attributes`` to the end. ``baseOffset`` and
 ``partitionLeaderEpoch`` sit before it, so a leader assigns offsets by patching those two
 fields (``patch_base_offset``) without re-checksumming: the log's hot path treats batches as
@@ -55,6 +59,7 @@ COMPRESSION_MASK = 0x07
 TIMESTAMP_TYPE_MASK = 0x08
 TRANSACTIONAL_MASK = 0x10
 CONTROL_MASK = 0x20
+DELETE_HORIZON_MASK = 0x40  # KIP-534: baseTimestamp is the delete horizon
 
 HEADER_STRUCT = struct.Struct(">qiibIhiqqqhii")  # the 13 header fields, in order
 _HEADER = HEADER_STRUCT
@@ -161,6 +166,11 @@ class BatchHeader:
     @property
     def is_control(self) -> bool:
         return bool(self.attributes & CONTROL_MASK)
+
+    @property
+    def delete_horizon_ms(self) -> int | None:
+        """KIP-534: when the cleaner may drop this batch's tombstones (None: not set yet)."""
+        return self.base_timestamp if self.attributes & DELETE_HORIZON_MASK else None
 
     @property
     def last_offset(self) -> int:
@@ -397,6 +407,7 @@ def _assemble(
     is_transactional: bool,
     is_control: bool = False,
     timestamp_type: TimestampType = TimestampType.CREATE_TIME,
+    has_delete_horizon: bool = False,
 ) -> bytes:
     payload: bytes | bytearray = (
         body if compression == Compression.NONE else codecs.compress(compression, body)
@@ -406,6 +417,7 @@ def _assemble(
         | (TIMESTAMP_TYPE_MASK if timestamp_type == TimestampType.LOG_APPEND_TIME else 0)
         | (TRANSACTIONAL_MASK if is_transactional else 0)
         | (CONTROL_MASK if is_control else 0)
+        | (DELETE_HORIZON_MASK if has_delete_horizon else 0)
     )
     header = bytearray(
         _HEADER.pack(
@@ -441,16 +453,19 @@ def encode_batch(
     partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH,
     is_transactional: bool = False,
     is_control: bool = False,
+    delete_horizon_ms: int | None = None,
 ) -> bytes:
     """One batch holding ``records`` at their own offsets and timestamps (the log cleaner's writer).
 
     ``base_offset`` and ``last_offset_delta`` default to the records' first and last offsets; the
     cleaner passes the original batch's, so a rewritten batch keeps its offset range, as in Kafka.
+    With ``delete_horizon_ms`` the base timestamp holds it (attribute bit 6) and every record's
+    timestamp delta is taken from it, as Kafka's MemoryRecordsBuilder does.
     """
     if not records:
         raise IllegalArgument("a record batch needs at least one record")
     base = records[0].offset if base_offset is None else base_offset
-    base_timestamp = records[0].timestamp
+    base_timestamp = records[0].timestamp if delete_horizon_ms is None else delete_horizon_ms
     body = bytearray()
     previous = base - 1
     for record in records:
@@ -482,6 +497,7 @@ def encode_batch(
         partition_leader_epoch=partition_leader_epoch,
         is_transactional=is_transactional,
         is_control=is_control,
+        has_delete_horizon=delete_horizon_ms is not None,
     )
 
 

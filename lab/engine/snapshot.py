@@ -128,6 +128,7 @@ def take(cluster: Cluster, *, segments: bool = False) -> dict[str, Any]:
                 "session": None if broker.session is None else broker.session.state.value,
                 "broker_epoch": broker.broker_epoch,
                 "backlog": broker.gate.backlog,
+                "refused": broker.refused,  # why it would not start (a log directory of another cluster)
             }
         )
     snapshot: dict[str, Any] = {
@@ -153,6 +154,7 @@ def take(cluster: Cluster, *, segments: bool = False) -> dict[str, Any]:
             for env in cluster.network.in_flight()
         ],
         "journal_seq": cluster.journal.last_seq,
+        "lost_records": lost_records_view(cluster),
     }
     for hook in cluster.snapshot_hooks:
         hook(snapshot)
@@ -216,3 +218,47 @@ def clients_view(cluster: Cluster) -> list[dict[str, Any]]:
                 view.update(group=client.group_id, member_id=client.member_id, member_state=client.state)
             out.append(view)
     return out
+
+
+LOST_SHOWN = 20  # lost records shown in full per partition (all are counted)
+
+
+def lost_records_view(cluster: Cluster) -> list[dict[str, Any]]:
+    """Every partition that lost acknowledged records, for the life of the cluster: how many, at
+    which offsets, and the newest of them in full."""
+    from lab.engine.invariants import ranges
+
+    out: list[dict[str, Any]] = []
+    for tp, losses in sorted(cluster.ledger.losses.items()):
+        if not losses.count:
+            continue
+        # The newest found first; one finding's records in offset order.
+        newest = sorted(
+            list(losses.newest)[-LOST_SHOWN:], key=lambda lost: (-lost.detected_ms, lost.record.offset)
+        )
+        out.append(
+            {
+                "topic": tp.topic,
+                "partition": tp.partition,
+                "count": losses.count,
+                "offsets": ranges(losses.offsets()),
+                "records": [
+                    {
+                        "offset": lost.record.offset,
+                        "key": _text(lost.record.key),
+                        "value": _text(lost.record.value),
+                        "acks": "all" if lost.record.acks == -1 else str(lost.record.acks),
+                        "producer": lost.record.producer,
+                        "acked_ms": lost.record.time_ms,
+                        "detected_ms": lost.detected_ms,
+                        "why": lost.why,
+                    }
+                    for lost in newest
+                ],
+            }
+        )
+    return out
+
+
+def _text(data: bytes | None) -> str | None:
+    return None if data is None else data.decode("utf-8", errors="replace")

@@ -503,6 +503,7 @@ class LiveLab:
             data_dir=data_dir,
             name=spec.slug,
             chroot=spec.chroot,
+            epoch_ms=int(time.time() * 1000),  # virtual zero is now: znode timestamps read as wall time
         )
         self._cluster = cluster
         cluster.after_step.append(self._stepped)

@@ -385,6 +385,7 @@ STEPS: dict[str, tuple[Schema, tuple[str, ...], str | None]] = {
             "delivery_timeout_ms": _timeout_ms,
             "linger_ms": _ms,
             "timestamp": _nonneg,
+            "tombstone": _bool,  # a null value: deletes the key of a compacted topic
         },
         ("topic",),
         None,
@@ -492,6 +493,8 @@ def _step(kind: str, value: Any) -> dict[str, Any]:
     args = _fields(value, schema, required)
     if kind == "produce":
         _check_producer(args)
+    if kind == "produce" and args.get("tombstone") and "value" in args:
+        raise _Bad("a tombstone has no value: give 'tombstone: true' or a 'value', not both")
     if kind in ("expect", "wait_until"):
         if not any(k for k in args if k != "timeout_ms"):
             raise _Bad(f"'{kind}' needs at least one thing to check")

@@ -238,7 +238,7 @@ class ScenarioRun:
         template = a.get("value", "{producer}-{i}")
         for _ in range(a.get("count", 1)):
             i = len(futures)
-            value = template.format(i=i, producer=name)
+            value = None if a.get("tombstone") else template.format(i=i, producer=name)
             key = a.get("key")
             future = producer.send(
                 a["topic"],

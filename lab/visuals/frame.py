@@ -18,6 +18,7 @@ from lab.visuals.clients import client_stats, clients_view
 from lab.visuals.clock import ClockTime, LabStatus, clock_controls
 from lab.visuals.cluster_map import cluster_map
 from lab.visuals.groups import groups_view
+from lab.visuals.lost import lost_records
 from lab.visuals.partition_log import partition_logs
 from lab.visuals.timeline import timeline, timeline_filters
 from lab.visuals.zookeeper import zookeeper_tree
@@ -95,6 +96,7 @@ def build(inputs: FrameInputs) -> dict[str, object]:
             "timeline-filters": timeline_filters(inputs.events),
             "timeline": timeline(inputs.events),
             "charts": charts(inputs.samples),
+            "lost-records": lost_records(snap),
         }
     )
     return views

@@ -24,6 +24,7 @@ TONES: Mapping[str, str] = {
     "controller_error": "bad",
     "broker_error": "bad",
     "zookeeper_unreachable": "bad",
+    "broker_refused": "bad",
     "truncated": "warn",
     "isr_shrink": "warn",
     "isr_update_failed": "warn",

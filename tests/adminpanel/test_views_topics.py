@@ -159,6 +159,12 @@ def test_a_topic_is_created_with_its_configs_and_kept_with_the_lab(owner: Client
             "INVALID_TOPIC_EXCEPTION: Topic name is illegal, it can't be empty",
         ),
         (
+            {"name": "__consumer_offsets", "partitions": "1", "replication_factor": "1"},
+            "name",
+            "INVALID_TOPIC_EXCEPTION: Topic '__consumer_offsets' is an internal topic: the group coordinator "
+            "creates it, with its own partitions and configs; it cannot be created by hand",
+        ),
+        (
             {"name": "payments", "partitions": "0", "replication_factor": "1"},
             "partitions",
             "INVALID_PARTITIONS: Number of partitions must be larger than 0.",
@@ -201,6 +207,23 @@ def test_a_bad_topic_gets_its_error_beside_the_field_and_nothing_is_created(
 
 
 # ---------------------------------------------------------------------------- one topic
+
+
+def test_a_topic_colliding_with_another_once_dots_are_underscores_is_refused_beside_its_name(
+    owner: Client, lab: Lab
+) -> None:
+    status, _ = post(
+        owner, lab, "create/", {"name": "pay_ments", "partitions": "1", "replication_factor": "1"}
+    )
+    assert status == 200
+    status, html = post(
+        owner, lab, "create/", {"name": "pay.ments", "partitions": "1", "replication_factor": "1"}
+    )
+    assert status in (400, 409)
+    assert field_error(html, "name") == (
+        "INVALID_TOPIC_EXCEPTION: Topic 'pay.ments' collides with existing topics: pay_ments"
+    )
+    assert "pay.ments" not in snapshot(lab)["topics"]
 
 
 def test_the_topic_page_shows_partitions_leaders_isr_and_offsets(owner: Client, lab: Lab) -> None:

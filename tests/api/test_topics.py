@@ -75,6 +75,8 @@ def test_create_a_topic_and_read_it_back(ada: Api, lab: Lab) -> None:
     [
         ({"name": "orders"}, 409, "TOPIC_ALREADY_EXISTS"),
         ({"name": "bad name!"}, 400, "INVALID_TOPIC_EXCEPTION"),
+        ({"name": "__consumer_offsets"}, 400, "INVALID_TOPIC_EXCEPTION"),
+        ({"name": "__transaction_state"}, 400, "INVALID_TOPIC_EXCEPTION"),
         ({"name": "wide", "replication_factor": 4}, 400, "INVALID_REPLICATION_FACTOR"),
         ({"name": "cfg", "config": {"retention.ms": "soon"}}, 400, "INVALID_CONFIG"),
         ({"name": "cfg", "config": {"no.such.key": "1"}}, 400, "INVALID_CONFIG"),
@@ -89,6 +91,17 @@ def test_a_bad_topic_is_refused_by_name_and_nothing_is_created(
     error(ada.post(f"/labs/{lab.slug}/topics", body), status, name)
     names = [t["name"] for t in ok(ada.get(f"/labs/{lab.slug}/topics")) if not t["internal"]]
     assert names == ["orders"]
+
+
+def test_a_topic_whose_name_collides_with_another_is_refused(ada: Api, lab: Lab) -> None:
+    ok(
+        ada.post(f"/labs/{lab.slug}/topics", {"name": "pay.ments", "partitions": 1, "replication_factor": 1}),
+        201,
+    )
+    body = error(ada.post(f"/labs/{lab.slug}/topics", {"name": "pay_ments"}), 400, "INVALID_TOPIC_EXCEPTION")
+    assert body["message"] == "Topic 'pay_ments' collides with existing topics: pay.ments"
+    names = [t["name"] for t in ok(ada.get(f"/labs/{lab.slug}/topics")) if not t["internal"]]
+    assert sorted(names) == ["orders", "pay.ments"]
 
 
 def test_change_configs_and_a_bad_change_changes_nothing(ada: Api, lab: Lab) -> None:

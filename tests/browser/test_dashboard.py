@@ -195,3 +195,41 @@ def test_the_page_reconnects_and_resyncs_after_a_server_restart(
     finally:
         server.stop()
         (artifacts / "restart-server.log").write_text(server.output())
+
+
+def test_lost_records_stay_on_the_page_after_their_offsets_are_written_again(
+    page: Page, live_lab: LabServer, artifacts: Path
+) -> None:
+    log_in(page, live_lab)
+    page.goto(live_lab.url + "/scenarios/")
+    page.locator('[data-scenario="unclean-election"]').get_by_role("button", name="Open as a lab").click()
+    expect(page).to_have_url(re.compile(r"/labs/[a-z0-9-]+/$"))
+    expect(page.locator("#live-status")).to_have_text("● live", timeout=20_000)
+    panel = page.locator("#lost-records")
+    expect(panel).to_be_hidden()
+    player = page.locator("#scenario-player")
+    expect(player).to_have_attribute("data-status", "ready", timeout=20_000)
+    page.locator("button[data-player=play]").click()
+    expect(player).to_have_attribute("data-status", "passed", timeout=90_000)
+
+    expect(panel).to_be_visible()
+    expect(panel).to_contain_text("4 acknowledged records lost")
+    lost = panel.locator('details[data-partition="t-0"]')
+    expect(lost).to_have_attribute("data-offsets", "3..6")
+    expect(lost.locator("tbody tr")).to_have_count(4)
+    _shot(page, artifacts, "lost-records", "#lost-records")
+
+    # The new leader takes writes at the lost offsets: the panel keeps every loss.
+    form = page.locator("#form-produce")
+    form.get_by_label("Topic").fill("t")
+    form.get_by_label("Records").fill("6")
+    form.get_by_role("button", name="Produce").click()
+    expect(page.locator("#toast")).to_contain_text("6 of 6 record(s) acknowledged")
+    # A frame drawn after the writes: the leader's log of t-0 ends at 9 (3 kept + 6 new).
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('#plog-t .rlog')].some(r => r.dataset.leo === '9')",
+        timeout=10_000,
+    )
+    expect(lost).to_have_attribute("data-offsets", "3..6")
+    expect(panel).to_contain_text("4 acknowledged records lost")
+    _shot(page, artifacts, "lost-records-after-reuse", "#lost-records")

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from lab.engine.cluster import Cluster
-from lab.engine.errors import ZooKeeperNotAvailable
+from lab.engine.cluster import LAB_EPOCH_MS, Cluster
+from lab.engine.errors import InconsistentClusterId, ZooKeeperNotAvailable
 from lab.engine.invariants import InvariantChecker
 from lab.engine.metadata.zookeeper import ZooKeeperStore
 from lab.zookeeper_server import ManagedZooKeeper
@@ -55,6 +56,20 @@ def test_the_znodes_are_kafkas(zk_cluster: Cluster) -> None:
     assert '"leader":1' in state
     assert '"isr":[1,2,3]' in state
     assert tree["/controller_epoch"]["data"] == "1"
+    assert tree["/controller_epoch"]["version"] == 1  # made at 0, set to 1 with /controller in one multi
+    cluster_id = json.loads(tree["/cluster/id"]["data"])
+    assert cluster_id["version"] == "1"
+    for b in (1, 2, 3):
+        meta = (c.brokers[b].log_dir / "meta.properties").read_text().splitlines()
+        assert meta == ["version=0", f"broker.id={b}", f"cluster.id={cluster_id['id']}"]
+    topic = json.loads(tree["/brokers/topics/orders"]["data"])
+    assert topic["version"] == 3
+    partition_metadata = (c.brokers[2].log_dir / "orders-1" / "partition.metadata").read_text()
+    assert partition_metadata == f"version: 0\ntopic_id: {topic['topic_id']}"
+    for path in ("/controller", "/brokers/ids/1"):
+        stamp = json.loads(tree[path]["data"])["timestamp"]
+        assert isinstance(stamp, str)
+        assert LAB_EPOCH_MS <= int(stamp) <= LAB_EPOCH_MS + c.now_ms  # epoch milliseconds, as Kafka writes
 
 
 def test_failover_on_zookeeper_session_expiry(zk_cluster: Cluster) -> None:
@@ -185,3 +200,28 @@ def test_zookeeper_killed_and_back(tmp_path: Path) -> None:
     finally:
         c.close()
         server.stop()
+
+
+def test_log_directories_of_another_cluster_are_refused_as_kafka_refuses_them(
+    zookeeper: str, tmp_path: Path
+) -> None:
+    # Same log directories, another ZooKeeper chroot: another cluster, as a wrong zookeeper.connect gives.
+    names = [f"test-{uuid.uuid4().hex[:8]}" for _ in range(2)]
+    try:
+        first = Cluster.create(
+            brokers=1, seed=1, zookeeper=zookeeper, name=names[0], data_dir=tmp_path, config=FAST
+        )
+        first.close(delete_data=False)
+        with pytest.raises(InconsistentClusterId) as refused:
+            Cluster.create(
+                brokers=1, seed=1, zookeeper=zookeeper, name=names[1], data_dir=tmp_path, config=FAST
+            )
+        assert (
+            "The broker is trying to join the wrong cluster. Configured zookeeper.connect may be wrong."
+            in str(refused.value)
+        )
+    finally:
+        for name in names:
+            cleanup = ZooKeeperStore(zookeeper, chroot=f"/kafka-lab/{name}")
+            cleanup.delete_chroot()
+            cleanup.close()

@@ -40,6 +40,13 @@ def test_placement_rule_replica_j_of_partition_i_on_broker_i_plus_j_mod_n() -> N
         ("x" * 250, {}, InvalidTopic, "can't be longer than 249 characters"),
         ("a b", {}, InvalidTopic, "contains a character other than ASCII alphanumerics"),
         ("", {}, InvalidTopic, "can't be empty"),
+        (
+            "__consumer_offsets",
+            {},
+            InvalidTopic,
+            "'__consumer_offsets' is an internal topic: the group coordinator",
+        ),
+        ("__transaction_state", {}, InvalidTopic, "'__transaction_state' is an internal topic"),
         ("t", {"config": {"retention.mss": "1"}}, InvalidConfig, "Unknown topic config name: retention.mss"),
         ("t", {"config": {"retention.ms": "soon"}}, InvalidConfig, "retention.ms"),
         ("t", {"config": {"cleanup.policy": "shred"}}, InvalidConfig, "cleanup.policy"),
@@ -60,6 +67,40 @@ def test_an_existing_topic_cannot_be_created_again() -> None:
         with pytest.raises(TopicAlreadyExists, match=r"Topic 't' already exists\."):
             c.create_topic("t", partitions=5)
         assert len(c.snapshot()["topics"]["t"]["partitions"]) == 2
+
+
+@pytest.mark.parametrize(("first", "second"), [("a.b", "a_b"), ("a_b", "a.b"), ("x.y_z", "x_y.z")])
+def test_a_name_that_collides_once_dots_are_underscores_is_refused(first: str, second: str) -> None:
+    # Kafka's metrics turn '.' into '_': two such topics would share their metric names.
+    with checked_cluster(3) as c:
+        c.create_topic(first)
+        with pytest.raises(InvalidTopic) as raised:
+            c.create_topic(second)
+        assert raised.value.name == "INVALID_TOPIC_EXCEPTION"
+        assert raised.value.message == f"Topic '{second}' collides with existing topics: {first}"
+        assert c.topics() == [first]
+        c.create_topic("a-b")  # '-' is not one of them
+        with pytest.raises(TopicAlreadyExists):
+            c.create_topic(first)  # the same name is still "already exists", not a collision
+
+
+def test_groups_still_find_their_coordinator_after_a_hand_made_offsets_topic_is_refused() -> None:
+    with checked_cluster(3) as c:
+        with pytest.raises(InvalidTopic):
+            c.create_topic("__consumer_offsets", partitions=1)
+        c.create_topic("orders", partitions=2, replication_factor=3)
+        p = c.producer()
+        p.send("orders", "x", partition=0)
+        p.flush()
+        g = c.consumer("billing", auto_offset_reset="earliest")
+        g.subscribe(["orders"])
+        started = c.now_ms
+        records = g.poll(timeout_ms=5000)
+        while not records and c.now_ms - started < 5000:
+            records = g.poll(timeout_ms=500)
+        assert [r.value for r in records] == [b"x"]
+        assert c.now_ms - started < 5000  # not the ~19 s per call a broken coordinator lookup took
+        assert c.partition_count("__consumer_offsets") == c.config.int("offsets.topic.num.partitions")
 
 
 def test_deleting_a_topic_removes_its_logs_on_every_replica() -> None:
@@ -151,6 +192,31 @@ def test_controller_failover_bumps_the_controller_epoch() -> None:
         c.run_for(100)
         assert c.snapshot()["controller_epoch"] == epoch + 1
         assert part(c, "t", 0)["leader"] == 2
+
+
+def test_the_new_controller_takes_controller_and_bumps_its_epoch_in_one_transaction() -> None:
+    # Kafka 2.7+ (registerControllerAndIncrementControllerEpoch): /controller and /controller_epoch
+    # change together, so no broker is ever controller under an epoch another also holds.
+    from lab.engine.metadata import paths
+
+    with checked_cluster(3) as c:
+        admin = c._admin_session()
+        raw, epoch_stat = c.wait(admin.get(paths.CONTROLLER_EPOCH))
+        controller = c.wait(admin.exists(paths.CONTROLLER))
+        assert (raw, epoch_stat.version) == (b"1", 1)  # made at Kafka's initial epoch 0, then set to 1
+        assert controller is not None
+        assert epoch_stat.mzxid == controller.czxid
+        c.kill_broker(1)
+        c.wait_for(lambda: c.controller_id() in (2, 3), 15_000)
+        raw, epoch_stat = c.wait(admin.get(paths.CONTROLLER_EPOCH))
+        controller = c.wait(admin.exists(paths.CONTROLLER))
+        assert (raw, epoch_stat.version) == (b"2", 2)
+        assert controller is not None
+        assert epoch_stat.mzxid == controller.czxid
+        assert (
+            texts(c, "controller_elected")[-1]
+            == f"broker {c.controller_id()} is the controller (controller epoch 2)"
+        )
 
 
 def test_a_paused_controller_is_fenced_by_the_controller_epoch_when_it_wakes() -> None:

@@ -52,6 +52,24 @@ def test_jepsen_2013_unclean_election_loses_acknowledged_writes_and_says_which()
         c.close()
 
 
+def test_a_loss_stays_reported_after_the_new_leader_writes_the_same_offsets_again() -> None:
+    c = _jepsen(unclean=True, min_isr=1)
+    try:
+        assert c.lost_records() == {"t-0": [3, 4, 5, 6]}
+        p = c.producer(acks="all")
+        reused = [p.send("t", f"new-{i}") for i in range(6)]
+        p.flush()
+        assert [f.result().offset for f in reused] == [3, 4, 5, 6, 7, 8]  # the lost offsets, written again
+        c.run_for(1000)
+        assert c.lost_records() == {"t-0": [3, 4, 5, 6]}
+        details = {lost.record.offset: lost.record.value for lost in c.ledger.losses[_tp()].newest}
+        assert details == {3: b"after-0", 4: b"after-1", 5: b"after-2", 6: b"after-3"}
+        assert c.snapshot()["lost_records"][0]["count"] == 4
+        assert len(texts(c, "records_lost")) == 1  # found once, said once
+    finally:
+        c.close()
+
+
 def test_jepsen_fix_min_insync_2_and_clean_election_lose_nothing() -> None:
     c = _jepsen(unclean=False, min_isr=2)
     try:

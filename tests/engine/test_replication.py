@@ -224,3 +224,63 @@ def test_fast_mode_followers_are_woken_by_new_data() -> None:
         # acks=all completed within a few milliseconds: the followers' long polls were answered at once.
         assert f.result().offset == 0
         assert c.now_ms - f.result().timestamp < 20
+
+
+def test_retention_empties_an_idle_partition_on_every_replica() -> None:
+    # Kafka rolls the active segment when every segment has expired: an idle partition ends with its
+    # log start offset at its log end offset, on the leader and, through the fetch, on the followers.
+    from lab.engine.storage.checkpoints import OffsetCheckpointFile
+
+    broker_config = {"log.retention.check.interval.ms": "500"}
+    with checked_cluster(3, config=broker_config) as c:
+        c.create_topic("t", replication_factor=3, config={"retention.ms": "2000", "segment.bytes": "300"})
+        p = c.producer(acks="all")
+        for i in range(12):
+            p.send("t", f"record-{i:02d}", partition=0)
+            p.flush()
+        c.run_for(500)
+        for b in (1, 2, 3):
+            assert len(c.brokers[b].partitions[TopicPartition("t", 0)].log.segments) > 1
+        c.run_for(4000)  # nothing new arrives: every record expires
+        logs = part(c, "t", 0)["logs"]
+        assert {b: (v["log_start_offset"], v["log_end_offset"]) for b, v in logs.items()} == {
+            "1": (12, 12),
+            "2": (12, 12),
+            "3": (12, 12),
+        }
+        for b in (1, 2, 3):
+            log = c.brokers[b].partitions[TopicPartition("t", 0)].log
+            assert [(s.base_offset, s.size_in_bytes) for s in log.segments] == [(12, 0)]
+            assert values(c, b, "t") == []
+            checkpoint = OffsetCheckpointFile(c.brokers[b].log_dir / "log-start-offset-checkpoint").read()
+            assert checkpoint[("t", 0)] == 12
+        assert any("the log holds no record now" in t for t in texts(c, "retention"))
+        reader = c.consumer(auto_offset_reset="earliest")
+        reader.assign([("t", 0)])
+        assert reader.poll(timeout_ms=500) == []
+        assert c.lost_records() == {}  # deleted on purpose, not lost
+        p.send("t", "after", partition=0)
+        p.flush()
+        assert [(r.offset, r.value) for r in reader.poll(timeout_ms=1000)] == [(12, b"after")]
+
+
+def test_an_idle_compacted_topic_drops_its_tombstone_on_every_replica() -> None:
+    # KIP-534: each replica's cleaner stamps the tombstone's batch with a delete horizon when it first
+    # keeps it; past the horizon the log is cleanable even with nothing dirty, so the tombstone goes
+    # although nothing new is written.
+    broker_config = {"log.retention.check.interval.ms": "500"}
+    topic_config = {"cleanup.policy": "compact", "segment.bytes": "150", "delete.retention.ms": "3000"}
+    with checked_cluster(3, config=broker_config) as c:
+        c.create_topic("prices", replication_factor=3, config=topic_config)
+        p = c.producer(acks="all")
+        for key, value in [("a", "1"), ("b", "1"), ("a", None), ("c", "1"), ("d", "1")]:
+            p.send("prices", value, key=key, partition=0)
+            p.flush()
+        c.run_for(1000)  # the cleaners run: a=1 goes, its tombstone stays
+        for b in (1, 2, 3):
+            assert values(c, b, "prices") == [b"1", None, b"1", b"1"]
+        assert any("stay until" in t for t in texts(c, "compaction"))
+        c.run_for(3500)  # no writes at all: only the delete horizons pass
+        for b in (1, 2, 3):
+            assert values(c, b, "prices") == [b"1", b"1", b"1"]
+        assert any("tombstone(s) past their delete horizon removed" in t for t in texts(c, "compaction"))

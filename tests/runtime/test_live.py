@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 import threading
 import time
 from collections.abc import Iterator
@@ -95,6 +96,16 @@ def test_a_kafka_error_comes_back_to_the_caller_and_changes_nothing(lab: LiveLab
         lab.act("explode", {}).result(10)
     states = lab.submit(lambda lab: [b["state"] for b in lab.cluster.snapshot()["brokers"]]).result(10)
     assert states == ["alive", "alive", "alive"]
+
+
+def test_znode_timestamps_read_as_the_wall_clock(lab: LiveLab) -> None:
+    # Virtual zero is the moment the lab started, so Kafka's epoch-millisecond stamps read as real dates.
+    def stamps(live: LiveLab) -> list[int]:
+        tree = {n["path"]: n["data"] for n in live.cluster.zookeeper_tree()}
+        return [int(json.loads(tree[p])["timestamp"]) for p in ("/controller", "/brokers/ids/1")]
+
+    for stamp in lab.submit(stamps).result(10):
+        assert abs(stamp - time.time() * 1000) < 60_000
 
 
 def test_virtual_time_follows_the_wall_at_the_clocks_rate(lab: LiveLab, wall: FakeWall) -> None:

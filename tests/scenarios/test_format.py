@@ -50,6 +50,11 @@ def test_a_good_file_parses_with_lines_and_labels() -> None:
         ("name: x\nsteps:\n  - create_topic: {name: t, colour: red}\n", 3, "unknown field 'colour'"),
         ("name: x\nsteps:\n  - kill: 1\n  bad: [\n", 4, "not valid YAML"),
         ("name: x\nflavour: mint\nsteps:\n  - kill: 1\n", 2, "unknown top-level key 'flavour'"),
+        (
+            "name: x\nsteps:\n  - produce: {topic: t, key: k, value: v, tombstone: true}\n",
+            3,
+            "a tombstone has no value",
+        ),
     ],
 )
 def test_errors_name_the_line_and_the_problem(text: str, line: int, message: str) -> None:
@@ -211,3 +216,8 @@ def test_a_produce_step_whose_producer_kafka_would_refuse_is_refused_before_anyt
     # Equal is enough, and a delivery timeout left out grows to the sum, as in Kafka.
     parse(text.replace("1000", "2000"), source="ok.yaml")
     parse("name: x\nsteps:\n  - produce: {topic: t, linger_ms: 500, request_timeout_ms: 200000}\n")
+
+
+def test_a_produce_step_can_write_a_tombstone() -> None:
+    scenario = parse("name: x\nsteps:\n  - produce: {topic: t, key: k, tombstone: true}\n")
+    assert scenario.steps[0].args == {"topic": "t", "key": "k", "tombstone": True}

@@ -1,4 +1,5 @@
-"""Driving a scenario: the virtual-time budget holds inside a long wait, and a run can be interrupted and resumed."""
+"""Driving a scenario: the virtual-time budget holds inside a long wait, a run can be interrupted and
+resumed, and a step Kafka refuses fails with Kafka's error."""
 
 from __future__ import annotations
 
@@ -66,3 +67,17 @@ def test_abort_fails_the_step_under_way_and_runs_nothing_after_it(tmp_path: Path
         assert drive(run) is None  # nothing left to run
     finally:
         cluster.close()
+
+
+def test_a_topic_step_kafka_refuses_fails_with_kafkas_error() -> None:
+    scenario = parse(
+        "name: refused\nsteps:\n"
+        "  - create_topic: {name: __consumer_offsets}\n"
+        "  - create_topic: {name: a.b}\n"
+        "  - create_topic: {name: a_b}\n",
+        source="refused.yaml",
+    )
+    results = run_to_end(scenario).run.results
+    assert [r.ok for r in results] == [False, True, False]
+    assert "INVALID_TOPIC_EXCEPTION: Topic '__consumer_offsets' is an internal topic" in results[0].detail
+    assert "INVALID_TOPIC_EXCEPTION: Topic 'a_b' collides with existing topics: a.b" in results[2].detail

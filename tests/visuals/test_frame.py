@@ -62,6 +62,7 @@ def test_every_view_is_built_from_a_real_snapshot(cluster: Cluster) -> None:
         "timeline-filters",
         "timeline",
         "charts",
+        "lost-records",
     } <= set(views)
     cmap = views["cluster-map"]
     assert [p.leader for p in cmap.topics[0].partitions] == [1, 2, 3]  # type: ignore[attr-defined]

@@ -140,6 +140,8 @@ CONFIG_TOPICS = "/config/topics"
 CONFIG_CHANGES = "/config/changes"
 CONFIG_CHANGE_PREFIX = "/config/changes/config_change_"
 CONSUMERS = "/consumers"
+CLUSTER = "/cluster"
+CLUSTER_ID = "/cluster/id"
 LATEST_PRODUCER_ID_BLOCK = "/latest_producer_id_block"
 LOG_DIR_EVENT_NOTIFICATION = "/log_dir_event_notification"
 
@@ -430,6 +432,25 @@ def decode_controller_epoch(data: bytes, path: str = CONTROLLER_EPOCH) -> int:
     return int(text)
 
 
+# /cluster/id
+
+
+def encode_cluster_id(cluster_id: str) -> bytes:
+    """``/cluster/id``: Kafka's ClusterIdZNode, its version a string."""
+    return _dumps({"version": "1", "id": cluster_id})
+
+
+def decode_cluster_id(data: bytes, path: str = CLUSTER_ID) -> str:
+    r = _Reader("cluster id", data, path)
+    version = r.raw("version")
+    if version not in ("1", 1):
+        r.fail(f"unsupported version {version!r} (expected '1')")
+    cluster_id = r.string("id")
+    if not cluster_id:
+        r.fail("'id' is empty")
+    return cluster_id
+
+
 # /brokers/topics/<t>
 
 
@@ -440,7 +461,7 @@ class TopicAssignment:
     partitions: dict[int, tuple[int, ...]]
     adding_replicas: dict[int, tuple[int, ...]] = field(default_factory=dict)
     removing_replicas: dict[int, tuple[int, ...]] = field(default_factory=dict)
-    topic_id: str | None = None  # KIP-516; absent in the lab unless given
+    topic_id: str | None = None  # KIP-516 (Kafka 2.8+): base64 UUID; None in a znode an older Kafka wrote
 
 
 def encode_topic_assignment(assignment: TopicAssignment) -> bytes:

@@ -5,6 +5,9 @@
 lines; ``leader-epoch-checkpoint`` lives in a partition directory and holds ``epoch start_offset``
 lines. Writes go to a temporary file that is then renamed over the old one, so a reader sees
 the old file or the new one, never half of each.
+
+Two more small files Kafka keeps: ``partition.metadata`` in a partition directory (the topic id,
+KIP-516) and ``meta.properties`` in a log directory (the broker and the cluster it belongs to).
 """
 
 from __future__ import annotations
@@ -22,6 +25,8 @@ RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
 REPLICATION_OFFSET_CHECKPOINT = "replication-offset-checkpoint"
 LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
 LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
+PARTITION_METADATA = "partition.metadata"
+META_PROPERTIES = "meta.properties"
 
 T = TypeVar("T")
 
@@ -117,3 +122,58 @@ class LeaderEpochCheckpointFile:
 
     def write(self, entries: Sequence[EpochEntry]) -> None:
         _write_atomically(self.path, [f"{e.epoch} {e.start_offset}" for e in entries])
+
+
+class PartitionMetadataFile:
+    """``partition.metadata``: ``version: 0`` and ``topic_id: <id>``, as Kafka 2.8+ writes it."""
+
+    def __init__(self, partition_dir: Path) -> None:
+        self.path = Path(partition_dir) / PARTITION_METADATA
+
+    def read(self) -> str | None:
+        """The topic id, or None when the file is not there (a log an older Kafka wrote)."""
+        try:
+            text = self.path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return None
+        fields: dict[str, str] = {}
+        for number, line in enumerate(text.splitlines(), start=1):
+            name, sep, value = line.partition(":")
+            if not sep or not value.strip():
+                raise KafkaStorageError(
+                    f"malformed {self.path}, line {number}: {line!r} is not 'name: value'"
+                )
+            fields[name.strip()] = value.strip()
+        if fields.get("version") != str(VERSION):
+            raise KafkaStorageError(f"unrecognized version of {self.path}: {fields.get('version')!r}")
+        topic_id = fields.get("topic_id")
+        if not topic_id:
+            raise KafkaStorageError(f"malformed {self.path}: no topic_id")
+        return topic_id
+
+    def write(self, topic_id: str) -> None:
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        tmp.write_text(f"version: {VERSION}\ntopic_id: {topic_id}", encoding="utf-8")
+        os.replace(tmp, self.path)
+
+
+def read_properties(path: Path) -> dict[str, str]:
+    """A Java properties file's ``key=value`` lines (``#`` and ``!`` start comments); {} if missing."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    out: dict[str, str] = {}
+    for line in text.splitlines():
+        stripped = line.strip()
+        if not stripped or stripped[0] in "#!":
+            continue
+        key, _, value = stripped.partition("=")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def write_properties(path: Path, values: Mapping[str, str]) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text("".join(f"{k}={v}\n" for k, v in values.items()), encoding="utf-8")
+    os.replace(tmp, path)

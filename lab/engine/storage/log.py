@@ -121,7 +121,26 @@ class CleanerStats:
     records_read: int = 0
     records_retained: int = 0
     records_removed: int = 0  # superseded by a later record with the same key, or without a key
-    tombstones_removed: int = 0
+    tombstones_removed: int = 0  # past their batch's delete horizon (KIP-534)
+    tombstones_retained: int = 0
+    delete_horizons_set: int = 0  # batches whose tombstones the cleaner saw for the first time
+    for_delete_horizon: bool = False  # cleaned below min.cleanable.dirty.ratio: a horizon had passed
+    next_delete_horizon_ms: int | None = None  # the earliest horizon still ahead, if any
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RetentionStats:
+    """One retention pass over a partition: the segments deleted, by Kafka's three reasons."""
+
+    by_log_start_offset: int  # wholly below the log start offset (DeleteRecords, a leader's start)
+    by_retention_bytes: int
+    by_retention_ms: int
+    log_start_offset_before: int
+    log_start_offset: int
+
+    @property
+    def segments_deleted(self) -> int:
+        return self.by_log_start_offset + self.by_retention_bytes + self.by_retention_ms
 
 
 def parse_partition_dir(name: str) -> tuple[str, int]:
@@ -155,6 +174,10 @@ class PartitionLog:
         self._log_start_offset = log_start_offset
         self._recovery_point = recovery_point
         self._cleaner_checkpoint = cleaner_checkpoint
+        # KIP-534: the earliest delete horizon of a kept tombstone, None when there is none; read
+        # from the batches the first time the cleaner asks after opening.
+        self._delete_horizon: int | None = None
+        self._delete_horizon_known = False
         self._closed = False
         self._segments[-1].open_handle()
 
@@ -603,45 +626,77 @@ class PartitionLog:
 
     # --- retention ------------------------------------------------------------------------------------
 
-    def delete_old_segments(self, now_ms: int, *, high_watermark: int | None = None) -> int:
-        """Retention (cleanup.policy delete): whole segments past retention.ms (by their largest
-        timestamp) or beyond retention.bytes, oldest first; also segments wholly below the log
-        start offset. Never the active segment, never a segment with offsets at or above
-        ``high_watermark`` (when given). Returns the number of segments deleted.
+    def delete_old_segments(self, now_ms: int, *, high_watermark: int | None = None) -> RetentionStats:
+        """Kafka's UnifiedLog.deleteOldSegments: delete whole segments, oldest first.
+
+        Segments wholly below the log start offset go under any policy; with cleanup.policy
+        delete, so do segments beyond retention.bytes and segments whose newest record is older
+        than retention.ms. A segment goes only if every offset in it is below ``high_watermark``
+        (when given), so the log start offset never passes it. The active segment is no
+        exception: when every segment is deletable the log first rolls a new, empty one at the
+        log end offset, and the log start offset reaches the log end offset (an idle partition
+        whose data all expired holds nothing).
         """
         self._check_open()
         config = self._config
-        deleted = 0
-        if config.delete and config.retention_ms >= 0:
-            deleted += self._delete_while(
-                lambda s: now_ms - s.max_timestamp > config.retention_ms, high_watermark
-            )
-        if config.delete and config.retention_bytes >= 0:
+        start = self._log_start_offset
+        by_start = self._delete_segments(
+            lambda _s, nxt: nxt is not None and nxt.base_offset <= self._log_start_offset,
+            high_watermark,
+            now_ms,
+        )
+        by_size = by_time = 0
+        if config.delete and config.retention_bytes >= 0 and self.size_in_bytes >= config.retention_bytes:
             excess = self.size_in_bytes - config.retention_bytes
 
-            def over_size(segment: LogSegment) -> bool:
+            def over_size(segment: LogSegment, _next: LogSegment | None) -> bool:
                 nonlocal excess
                 if excess - segment.size >= 0:
                     excess -= segment.size
                     return True
                 return False
 
-            deleted += self._delete_while(over_size, high_watermark)
-        deleted += self._delete_below_log_start()
-        return deleted
+            by_size = self._delete_segments(over_size, high_watermark, now_ms)
+        if config.delete and config.retention_ms >= 0:
+            by_time = self._delete_segments(
+                lambda s, _nxt: now_ms - _largest_timestamp(s) > config.retention_ms, high_watermark, now_ms
+            )
+        return RetentionStats(
+            by_log_start_offset=by_start,
+            by_retention_bytes=by_size,
+            by_retention_ms=by_time,
+            log_start_offset_before=start,
+            log_start_offset=self._log_start_offset,
+        )
 
-    def _delete_while(self, predicate: Callable[[LogSegment], bool], high_watermark: int | None) -> int:
+    def _delete_segments(
+        self,
+        predicate: Callable[[LogSegment, LogSegment | None], bool],
+        high_watermark: int | None,
+        now_ms: int,
+    ) -> int:
+        """Kafka's deletableSegments then deleteSegments: the leading run of segments ``predicate``
+        accepts, each wholly below the high watermark; the last segment only if it holds data."""
+        segments = self._segments
         count = 0
-        while len(self._segments) > 1:
-            segment, following = self._segments[0], self._segments[1]
-            if high_watermark is not None and following.base_offset > high_watermark:
+        for i, segment in enumerate(segments):
+            following = segments[i + 1] if i + 1 < len(segments) else None
+            upper = following.base_offset if following is not None else self.log_end_offset
+            if high_watermark is not None and high_watermark < upper:
                 break
-            if not predicate(segment):
+            if following is None and segment.size == 0:
                 break
-            self._delete_first_segment()
+            if not predicate(segment, following):
+                break
             count += 1
-        if count:
-            self._advance_log_start(self._segments[0].base_offset)
+        if not count:
+            return 0
+        if count == len(segments):
+            # A log always has a segment: roll an empty one at the log end offset first.
+            self._roll_to(self.log_end_offset, now_ms)
+        for _ in range(count):
+            self._delete_first_segment()
+        self._advance_log_start(self._segments[0].base_offset)
         return count
 
     def _delete_first_segment(self) -> None:
@@ -689,10 +744,13 @@ class PartitionLog:
         Cleans the non-active segments below the first uncleanable offset (the active segment,
         ``high_watermark`` when given, and min.compaction.lag.ms bound it). Offsets never change:
         rewritten batches keep their base offset and offset range, removed records leave gaps.
-        Records without a key are dropped; tombstones (null value) older than delete.retention.ms
-        are dropped. Skipped when the dirty ratio is below min.cleanable.dirty.ratio, unless
-        ``force``. Each group of segments is rewritten to ``.cleaned`` files, renamed to ``.swap``,
-        then swapped in, so a crash at any point leaves either the old segments or the new.
+        Records without a key are dropped. Tombstones (null value) follow KIP-534: the first
+        cleaning that keeps a tombstone stamps its batch with a delete horizon, now plus
+        delete.retention.ms; a cleaning after the horizon drops it. Skipped when the dirty ratio is
+        below min.cleanable.dirty.ratio, unless ``force`` or a delete horizon has passed (so an
+        idle compacted log still loses its tombstones). Each group of segments is rewritten to
+        ``.cleaned`` files, renamed to ``.swap``, then swapped in, so a crash at any point leaves
+        either the old segments or the new.
         """
         self._check_open()
         config = self._config
@@ -713,6 +771,8 @@ class PartitionLog:
         dirty_bytes = sum(s.size for s in dirty)
         ratio = dirty_bytes / (clean_bytes + dirty_bytes) if clean_bytes + dirty_bytes else 0.0
         end = next_bases[cleanable[-1].base_offset] if cleanable else first_dirty
+        horizon = self._pending_delete_horizon(cleanable)
+        horizon_passed = horizon is not None and horizon <= now_ms
 
         def skipped(reason: str) -> CleanerStats:
             return CleanerStats(
@@ -720,13 +780,15 @@ class PartitionLog:
                 dirty_ratio=ratio,
                 first_dirty_offset=first_dirty,
                 first_uncleanable_offset=bound,
+                next_delete_horizon_ms=horizon,
             )
 
         if not config.compact:
             return skipped("cleanup.policy does not include compact")
-        if not dirty:
+        if not dirty and not horizon_passed:
             return skipped("no dirty segments below the first uncleanable offset")
-        if not force and ratio < config.min_cleanable_dirty_ratio:
+        below_ratio = ratio < config.min_cleanable_dirty_ratio
+        if not force and below_ratio and not horizon_passed:
             return skipped(
                 f"dirty ratio {ratio:.2f} is below "
                 f"min.cleanable.dirty.ratio {config.min_cleanable_dirty_ratio}"
@@ -740,9 +802,12 @@ class PartitionLog:
                     if record.key is not None:
                         latest[record.key] = record.offset
         counters = _CleanerCounters()
+        # Segments cleaned before but beyond this round (a lower HW bounds it) keep horizons unseen.
+        unseen = any(s.base_offset < self._cleaner_checkpoint for s in segments[len(cleanable) :])
         for group in self._group_for_cleaning(cleanable, next_bases):
             self._clean_group(group, latest, now_ms, counters)
         self._cleaner_checkpoint = max(self._cleaner_checkpoint, end)
+        self._delete_horizon, self._delete_horizon_known = counters.next_horizon, not unseen
         return CleanerStats(
             skipped_reason=None,
             dirty_ratio=ratio,
@@ -756,7 +821,28 @@ class PartitionLog:
             records_retained=counters.records_retained,
             records_removed=counters.records_removed,
             tombstones_removed=counters.tombstones_removed,
+            tombstones_retained=counters.tombstones_retained,
+            delete_horizons_set=counters.horizons_set,
+            for_delete_horizon=horizon_passed and below_ratio and not force,
+            next_delete_horizon_ms=counters.next_horizon,
         )
+
+    def _pending_delete_horizon(self, cleaned: list[LogSegment]) -> int | None:
+        """The earliest delete horizon of a batch that still holds tombstones (None: none).
+
+        Known after every cleaning; after a restart, read once from the batches that carry one.
+        """
+        if not self._delete_horizon_known:
+            earliest: int | None = None
+            for segment in cleaned:
+                for _slot, batch in segment.batches():
+                    found = read_header(batch).delete_horizon_ms
+                    if found is None or (earliest is not None and found >= earliest):
+                        continue
+                    if any(r.value is None for r in decode_records(batch)):
+                        earliest = found
+            self._delete_horizon, self._delete_horizon_known = earliest, True
+        return self._delete_horizon
 
     def _group_for_cleaning(
         self, segments: list[LogSegment], next_bases: dict[int, int]
@@ -801,14 +887,23 @@ class PartitionLog:
                     cleaned.append([batch], [(len(batch), header.last_offset, header.max_timestamp)])
                     continue
                 records = decode_records(batch)
-                kept = [
-                    r for r in records if _retain(r, latest, now_ms, config.delete_retention_ms, counters)
-                ]
+                horizon = header.delete_horizon_ms
+                kept = [r for r in records if _retain(r, latest, now_ms, horizon, counters)]
                 counters.records_read += len(records)
                 counters.records_retained += len(kept)
                 if not kept:
                     continue
-                if len(kept) == len(records):
+                tombstones = sum(1 for r in kept if r.value is None)
+                counters.tombstones_retained += tombstones
+                if tombstones and horizon is None:
+                    # KIP-534: the first cleaning to keep a tombstone starts its delete.retention.ms.
+                    horizon = now_ms + config.delete_retention_ms
+                    counters.horizons_set += 1
+                elif not tombstones:
+                    horizon = None  # nothing left for a horizon to govern
+                if tombstones:
+                    counters.note_horizon(horizon)
+                if len(kept) == len(records) and horizon == header.delete_horizon_ms:
                     out = batch
                     max_timestamp = header.max_timestamp
                 else:
@@ -822,6 +917,7 @@ class PartitionLog:
                         base_sequence=header.base_sequence,
                         partition_leader_epoch=header.partition_leader_epoch,
                         is_transactional=header.is_transactional,
+                        delete_horizon_ms=horizon,
                     )
                     max_timestamp = max(r.timestamp for r in kept)
                 cleaned.append([out], [(len(out), header.last_offset, max_timestamp)])
@@ -849,15 +945,23 @@ class _CleanerCounters:
     records_retained: int = 0
     records_removed: int = 0
     tombstones_removed: int = 0
+    tombstones_retained: int = 0
+    horizons_set: int = 0
+    next_horizon: int | None = None
+
+    def note_horizon(self, horizon: int | None) -> None:
+        if horizon is not None and (self.next_horizon is None or horizon < self.next_horizon):
+            self.next_horizon = horizon
 
 
 def _retain(
     record: Record,
     latest: dict[bytes, int],
     now_ms: int,
-    delete_retention_ms: int,
+    delete_horizon_ms: int | None,
     counters: _CleanerCounters,
 ) -> bool:
+    """Kafka's shouldRetainRecord: the key's latest record, and a tombstone only before its horizon."""
     if record.key is None:
         counters.records_removed += 1
         return False
@@ -865,10 +969,15 @@ def _retain(
     if newest is not None and record.offset < newest:
         counters.records_removed += 1
         return False
-    if record.value is None and now_ms - record.timestamp > delete_retention_ms:
+    if record.value is None and delete_horizon_ms is not None and now_ms >= delete_horizon_ms:
         counters.tombstones_removed += 1
         return False
     return True
+
+
+def _largest_timestamp(segment: LogSegment) -> int:
+    """Kafka's LogSegment.largestTimestamp: the newest record's, else when the segment was made."""
+    return segment.max_timestamp if segment.max_timestamp != NO_TIMESTAMP else segment.created_ms
 
 
 def _nothing_appended() -> AppendInfo:

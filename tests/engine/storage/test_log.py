@@ -24,10 +24,12 @@ from lab.engine.errors import (
     UnexpectedAppendOffset,
 )
 from lab.engine.records import (
+    BatchHeader,
     Compression,
     Record,
     SimpleRecord,
     build_batch,
+    decode_records,
     iter_batches,
     iter_headers,
     iter_records,
@@ -412,49 +414,88 @@ def test_truncate_fully_and_start_at(tmp_path: Path) -> None:
 # --- retention -------------------------------------------------------------------------------------------
 
 
-def test_retention_by_time_deletes_old_segments_but_never_the_active_one(tmp_path: Path) -> None:
+def test_retention_by_time_deletes_expired_segments_oldest_first(tmp_path: Path) -> None:
     config = LogConfig(segment_bytes=1024, retention_ms=1000)
     log = PartitionLog.open(new_dir(tmp_path), config, now_ms=0)
     fill(log, 10, ts=0)
     fill(log, 10, ts=5000, epoch=1)
     old = [s for s in log.segments if s.largest_timestamp < 1000]
-    assert log.delete_old_segments(now_ms=5500) == len(old)
+    stats = log.delete_old_segments(now_ms=5500, high_watermark=log.log_end_offset)
+    assert (stats.by_retention_ms, stats.segments_deleted) == (len(old), len(old))
+    assert (stats.log_start_offset_before, stats.log_start_offset) == (0, log.log_start_offset)
     assert log.log_start_offset == log.segments[0].base_offset > 0
     assert [r.offset for r in read_all(log)] == list(range(log.log_start_offset, 40))
-    remaining = len(log.segments)
-    assert log.delete_old_segments(now_ms=10**9) == remaining - 1
-    assert len(log.segments) == 1
     assert log.leader_epoch_cache.entries[0].start_offset == log.log_start_offset
 
 
-def test_retention_stops_at_the_high_watermark(tmp_path: Path) -> None:
+def test_an_idle_log_whose_records_all_expired_rolls_and_ends_empty(tmp_path: Path) -> None:
+    # Kafka's deleteSegments: when every segment is deletable, even the active one, the log rolls
+    # a new empty segment first, so the log start offset reaches the log end offset.
+    config = LogConfig(segment_bytes=1024, retention_ms=1000)
+    log = PartitionLog.open(new_dir(tmp_path), config, now_ms=0)
+    fill(log, 20, ts=0, epoch=3)
+    assert len(log.segments) > 1
+    stats = log.delete_old_segments(now_ms=10_000, high_watermark=40)
+    assert stats.by_retention_ms == stats.segments_deleted > 1
+    assert (log.log_start_offset, log.log_end_offset) == (40, 40)
+    assert [(s.base_offset, s.size_in_bytes, s.active) for s in log.segments] == [(40, 0, True)]
+    assert sorted(p.name for p in log.dir.iterdir() if p.suffix in (".log", ".index", ".timeindex")) == [
+        "00000000000000000040.index",
+        "00000000000000000040.log",
+        "00000000000000000040.timeindex",
+    ]
+    assert log.read(40, 100).is_empty
+    with pytest.raises(OffsetOutOfRange):
+        log.read(39, 100)
+    assert [(e.epoch, e.start_offset) for e in log.leader_epoch_cache.entries] == [(3, 40)]
+    assert log.delete_old_segments(now_ms=20_000, high_watermark=40).segments_deleted == 0  # nothing left
+    fill(log, 1, ts=20_000, epoch=3)
+    assert [r.offset for r in read_all(log)] == [40, 41]
+
+
+def test_retention_never_passes_the_high_watermark(tmp_path: Path) -> None:
     log = PartitionLog.open(new_dir(tmp_path), LogConfig(segment_bytes=1024, retention_ms=0), now_ms=0)
     fill(log, 20)
     second_base = log.segments[1].base_offset
-    assert log.delete_old_segments(now_ms=10, high_watermark=second_base) == 1
+    assert log.delete_old_segments(now_ms=100, high_watermark=second_base).segments_deleted == 1
     assert log.log_start_offset == second_base
+    # The active segment holds offsets up to the log end offset: it waits until the HW is there.
+    active_base = log.segments[-1].base_offset
+    log.delete_old_segments(now_ms=100, high_watermark=log.log_end_offset - 1)
+    assert log.log_start_offset == active_base
+    assert [s.base_offset for s in log.segments] == [active_base]
+    assert log.segments[-1].size_in_bytes > 0
+    log.delete_old_segments(now_ms=100, high_watermark=log.log_end_offset)
+    assert log.log_start_offset == log.log_end_offset == 40
 
 
 def test_retention_by_size(tmp_path: Path) -> None:
     log = PartitionLog.open(new_dir(tmp_path), LogConfig(segment_bytes=1024, retention_bytes=2048), now_ms=0)
     fill(log, 40)
     assert log.size_in_bytes > 2048
-    deleted = log.delete_old_segments(now_ms=0)
-    assert deleted > 0
+    stats = log.delete_old_segments(now_ms=0)
+    assert stats.by_retention_bytes == stats.segments_deleted > 0
     assert log.size_in_bytes <= 2048 + 1024  # whole segments only
+    zero = PartitionLog.open(new_dir(tmp_path), LogConfig(segment_bytes=1024, retention_bytes=0), now_ms=0)
+    fill(zero, 5)
+    zero.delete_old_segments(now_ms=0, high_watermark=zero.log_end_offset)
+    assert (zero.log_start_offset, zero.size_in_bytes) == (10, 0)  # retention.bytes=0 keeps nothing
 
 
 def test_forever_and_compact_only_keep_everything(tmp_path: Path) -> None:
     forever = PartitionLog.open(new_dir(tmp_path), LogConfig(segment_bytes=1024, retention_ms=-1), now_ms=0)
     fill(forever, 20)
-    assert forever.delete_old_segments(now_ms=10**12) == 0
+    assert forever.delete_old_segments(now_ms=10**12).segments_deleted == 0
     compact = PartitionLog.open(
         new_dir(tmp_path),
         LogConfig(segment_bytes=1024, retention_ms=0, cleanup_policy=frozenset({"compact"})),
         now_ms=0,
     )
     fill(compact, 20)
-    assert compact.delete_old_segments(now_ms=10**12) == 0
+    assert compact.delete_old_segments(now_ms=10**12).segments_deleted == 0
+    # Compact-only logs still drop segments wholly below their log start offset (DeleteRecords).
+    compact.maybe_increment_log_start_offset(compact.segments[1].base_offset)
+    assert compact.segments[0].base_offset == compact.log_start_offset
 
 
 def test_delete_records_moves_the_log_start_offset(tmp_path: Path) -> None:
@@ -522,18 +563,66 @@ def test_compaction_rewrites_batches_with_their_original_offset_range(tmp_path: 
     ]
 
 
-def test_tombstones_go_after_delete_retention_ms(tmp_path: Path) -> None:
+def tombstone_batches(log: PartitionLog) -> list[BatchHeader]:
+    """The headers of the batches holding a tombstone, read from the segment files."""
+    out = []
+    for segment in log.segments:
+        data = log.dir.joinpath(f"{segment.base_offset:020d}.log").read_bytes()
+        out += [h for pos, h in iter_batches(data) if any(r.value is None for r in decode_records(data, pos))]
+    return out
+
+
+def test_a_tombstones_delete_horizon_starts_when_the_cleaner_first_keeps_it(tmp_path: Path) -> None:
+    # KIP-534: not the tombstone's own timestamp plus delete.retention.ms, but the time of the
+    # first cleaning that keeps it plus delete.retention.ms, stamped into its batch.
+    log = PartitionLog.open(new_dir(tmp_path), COMPACTED, now_ms=0)
+    log.append_as_leader(batch((b"a", b"1"), (b"b", b"1"), ts=0), leader_epoch=0, now_ms=0)
+    log.append_as_leader(batch((b"a", None), ts=0), leader_epoch=0, now_ms=0)
+    log.roll(now_ms=0)
+    stats = log.compact(now_ms=50_000)  # the tombstone is 50 s old, far past delete.retention.ms=1000
+    assert (stats.records_removed, stats.tombstones_removed, stats.delete_horizons_set) == (1, 0, 1)
+    assert [(r.key, r.value, r.timestamp) for r in read_all(log)] == [(b"b", b"1", 0), (b"a", None, 0)]
+    [header] = tombstone_batches(log)
+    assert header.delete_horizon_ms == 51_000
+    assert header.attributes & 0x40  # attribute bit 6: the base timestamp is the delete horizon
+    assert stats.next_delete_horizon_ms == 51_000
+
+
+def test_an_idle_compacted_log_drops_its_tombstones_past_the_horizon(tmp_path: Path) -> None:
+    # No new writes, so no dirty segment and a dirty ratio of 0: the passed horizon alone makes the
+    # log cleanable (KIP-534), and the tombstone goes without anyone forcing it.
     log = PartitionLog.open(new_dir(tmp_path), COMPACTED, now_ms=0)
     log.append_as_leader(batch((b"a", b"1"), (b"b", b"1"), ts=0), leader_epoch=0, now_ms=0)
     log.append_as_leader(batch((b"a", None), ts=500), leader_epoch=0, now_ms=0)
     log.roll(now_ms=0)
-    log.compact(now_ms=1000, force=True)  # the tombstone is 500 ms old: it stays, the value it deletes goes
+    assert log.compact(now_ms=1000).delete_horizons_set == 1  # horizon 2000
+    early = log.compact(now_ms=1999)
+    assert early.skipped_reason == "no dirty segments below the first uncleanable offset"
     assert [(r.key, r.value) for r in read_all(log)] == [(b"b", b"1"), (b"a", None)]
-    log.append_as_leader(batch((b"c", b"1"), ts=2000), leader_epoch=0, now_ms=0)
+    stats = log.compact(now_ms=2000)
+    assert stats.skipped_reason is None
+    assert stats.for_delete_horizon
+    assert (stats.tombstones_removed, stats.next_delete_horizon_ms) == (1, None)
+    assert [(r.key, r.value) for r in read_all(log)] == [(b"b", b"1")]
+    assert log.compact(now_ms=10**9).skipped_reason is not None  # nothing left to do: no endless cleaning
+
+
+def test_delete_horizons_survive_a_restart(tmp_path: Path) -> None:
+    log = PartitionLog.open(new_dir(tmp_path), COMPACTED, now_ms=0)
+    log.append_as_leader(batch((b"a", b"1"), ts=0), leader_epoch=0, now_ms=0)
+    log.append_as_leader(batch((b"a", None), (b"c", b"1"), ts=0), leader_epoch=0, now_ms=0)
     log.roll(now_ms=0)
-    stats = log.compact(now_ms=2000, force=True)
+    log.compact(now_ms=100)  # horizon 1100
+    checkpoint = log.cleaner_checkpoint
+    log.close()
+    reopened = PartitionLog.open(
+        log.dir, COMPACTED, now_ms=0, recovery_point=log.recovery_point, cleaner_checkpoint=checkpoint
+    )
+    assert reopened.compact(now_ms=1099).skipped_reason is not None
+    stats = reopened.compact(now_ms=1100)
     assert stats.tombstones_removed == 1
-    assert [(r.key, r.value) for r in read_all(log)] == [(b"b", b"1"), (b"c", b"1")]
+    assert [(r.key, r.value) for r in read_all(reopened)] == [(b"c", b"1")]
+    assert tombstone_batches(reopened) == []
 
 
 def test_compaction_waits_for_the_dirty_ratio_unless_forced(tmp_path: Path) -> None:
@@ -824,9 +913,10 @@ def test_property_a_cut_anywhere_keeps_the_whole_batches_before_it(
     now_ms=st.integers(min_value=0, max_value=20_000),
     retention_ms=st.integers(min_value=0, max_value=5_000),
     retention_bytes=st.integers(min_value=-1, max_value=3_000),
+    hw_back=st.integers(min_value=0, max_value=5),
 )
-def test_property_retention_never_deletes_the_active_segment(
-    tmp_path: Path, timestamps: list[int], now_ms: int, retention_ms: int, retention_bytes: int
+def test_property_retention_follows_kafkas_rules(
+    tmp_path: Path, timestamps: list[int], now_ms: int, retention_ms: int, retention_bytes: int, hw_back: int
 ) -> None:
     config = LogConfig(segment_bytes=400, retention_ms=retention_ms, retention_bytes=retention_bytes)
     log = PartitionLog.open(new_dir(tmp_path), config, now_ms=0)
@@ -834,19 +924,38 @@ def test_property_retention_never_deletes_the_active_segment(
         log.append_as_leader(batch(kv(ts), ts=ts), leader_epoch=0, now_ms=0)
     before = log.segments
     end = log.log_end_offset
-    # Kafka's rules, oldest first: past retention.ms by largest timestamp, then beyond retention.bytes.
+    hw = max(0, end - hw_back)
+
+    # Kafka 3's order: retention.bytes, then retention.ms; a segment goes only below the HW, and the
+    # active (last) one counts too when it holds data.
+    def deletable(i: int) -> bool:
+        upper = before[i + 1].base_offset if i + 1 < len(before) else end
+        return upper <= hw and (i + 1 < len(before) or before[i].size_in_bytes > 0)
+
     kept_from = 0
-    while kept_from < len(before) - 1 and now_ms - before[kept_from].largest_timestamp > retention_ms:
-        kept_from += 1
-    if retention_bytes >= 0:
-        excess = sum(s.size_in_bytes for s in before[kept_from:]) - retention_bytes
-        while kept_from < len(before) - 1 and excess - before[kept_from].size_in_bytes >= 0:
+    total = sum(s.size_in_bytes for s in before)
+    if retention_bytes >= 0 and total >= retention_bytes:
+        excess = total - retention_bytes
+        while (
+            kept_from < len(before) and deletable(kept_from) and excess - before[kept_from].size_in_bytes >= 0
+        ):
             excess -= before[kept_from].size_in_bytes
             kept_from += 1
-    assert log.delete_old_segments(now_ms) == kept_from
-    assert log.segments == before[kept_from:]
-    assert log.segments[-1] == before[-1]  # the active segment is never deleted
-    assert (log.log_start_offset, log.log_end_offset) == (before[kept_from].base_offset, end)
+    while (
+        kept_from < len(before)
+        and deletable(kept_from)
+        and now_ms - before[kept_from].largest_timestamp > retention_ms
+    ):
+        kept_from += 1
+    assert log.delete_old_segments(now_ms, high_watermark=hw).segments_deleted == kept_from
+    assert log.log_end_offset == end
+    if kept_from == len(before):  # everything went: one empty segment at the log end offset
+        assert [(s.base_offset, s.size_in_bytes) for s in log.segments] == [(end, 0)]
+        assert log.log_start_offset == end
+    else:
+        assert log.segments == before[kept_from:]
+        assert log.log_start_offset == before[kept_from].base_offset
+    assert log.log_start_offset <= hw or kept_from == 0
     assert [r.offset for r in read_all(log)] == list(range(log.log_start_offset, end))
 
 
