@@ -696,6 +696,8 @@ class Controller:
         for topic in sorted(names):
             if topic in self.ctx.topics:
                 self.ctx.deleting.add(topic)
+                for hook in self.broker.ctx.on_topic_deletion:
+                    hook(topic)
                 tps = self.ctx.partitions_of(topic)
                 by_broker: dict[BrokerId, dict[TopicPartition, bool]] = {}
                 for tp in tps:
