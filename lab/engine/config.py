@@ -437,8 +437,30 @@ _key(
     broker_name="unclean.leader.election.enable",
 )
 
+# Consumer configs where the lab's simulated consumers differ from Kafka's (the Python API's
+# consumers keep Kafka's defaults, in ``clients.CONSUMER_DEFAULTS``).
+_key(
+    "session.timeout.ms",
+    "consumer",
+    "int",
+    "45000",
+    "How long the coordinator waits without a heartbeat before it drops a member and rebalances.",
+    lab_default="6000",
+    minimum=1,
+)
+_key(
+    "heartbeat.interval.ms",
+    "consumer",
+    "int",
+    "3000",
+    "How often a member sends its coordinator a heartbeat (a third of session.timeout.ms, as Kafka advises).",
+    lab_default="2000",
+    minimum=1,
+)
+
 BROKER_KEYS: Mapping[str, ConfigKey] = {k.name: k for k in _KEYS if k.scope == "broker"}
 TOPIC_KEYS: Mapping[str, ConfigKey] = {k.name: k for k in _KEYS if k.scope == "topic"}
+CONSUMER_KEYS: Mapping[str, ConfigKey] = {k.name: k for k in _KEYS if k.scope == "consumer"}
 
 
 def _validate(keys: Mapping[str, ConfigKey], what: str, config: Mapping[str, object]) -> dict[str, str]:

@@ -6,6 +6,7 @@ import pytest
 
 from lab.engine.errors import (
     IllegalArgument,
+    IllegalState,
     KafkaTimeout,
     NoOffsetForPartition,
     NotEnoughReplicas,
@@ -220,3 +221,22 @@ def test_max_in_flight_one_keeps_a_single_request_outstanding_per_broker() -> No
         assert max(seen) == 1
         p.flush()
         assert p.acked == 30
+
+
+def test_poll_with_no_subscription_and_no_assignment_is_illegal_state() -> None:
+    with checked_cluster(3) as c:
+        c.create_topic("orders", replication_factor=3)
+        plain = c.consumer()
+        member = c.consumer(group_id="g")
+        for consumer in (plain, member):
+            with pytest.raises(
+                IllegalState, match="Consumer is not subscribed to any topics or assigned any partitions"
+            ):
+                consumer.poll(timeout_ms=100)
+        plain.assign([("orders", 0)])
+        assert plain.poll(timeout_ms=100) == []
+        member.subscribe(["orders"])
+        member.poll(timeout_ms=100)  # subscribed, not yet assigned: that is fine
+        member.unsubscribe()
+        with pytest.raises(IllegalState, match="not subscribed"):
+            member.poll(timeout_ms=100)
