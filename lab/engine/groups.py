@@ -128,9 +128,25 @@ class Group:
     previous: dict[str, list[TopicPartition]] = field(
         default_factory=dict
     )  # assignment of the last generation
+    # Generations abandoned here, not yet in the history: they go in just before the next generation
+    # this coordinator stores, so a coordinator that lost the group meanwhile records none.
+    abandoned: list[Abandoned] = field(default_factory=list)
+    joined: dict[str, str] = field(default_factory=dict)  # the generation's members (id -> client id)
 
     def all_joined(self) -> bool:
         return all(m.join_reply is not None for m in self.members.values())
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Abandoned:
+    """A generation whose members never took their partitions: a new rebalance began first."""
+
+    generation: int
+    protocol: str
+    reason: str  # why the generation began
+    why: str  # why it was abandoned
+    clients: Mapping[str, str]  # its members: member id -> client id
+    at_ms: int
 
 
 def decode_assignment(data: bytes) -> list[TopicPartition]:
@@ -546,6 +562,16 @@ class GroupCoordinator:
         from lab.engine.errors import RebalanceInProgress
 
         if group.state is GroupState.COMPLETING_REBALANCE:
+            group.abandoned.append(
+                Abandoned(
+                    generation=group.generation,
+                    protocol=group.protocol or "",
+                    reason=group.reason,
+                    why=reason,
+                    clients=dict(group.joined),
+                    at_ms=self.now_ms,
+                )
+            )
             for member in group.members.values():
                 if member.sync_reply is not None:
                     err = RebalanceInProgress(f"group {group.group_id} is rebalancing again")
@@ -615,6 +641,7 @@ class GroupCoordinator:
         group.protocol = self._select_protocol(group)
         if group.leader not in group.members:
             group.leader = next(iter(group.members))
+        group.joined = {mid: m.client_id for mid, m in group.members.items()}
         group.state = GroupState.COMPLETING_REBALANCE
         for member in group.members.values():
             reply, member.join_reply = member.join_reply, None
@@ -670,8 +697,9 @@ class GroupCoordinator:
         # The history holds the generations the group reached in __consumer_offsets: a coordinator
         # that lost its partition meanwhile (a paused one, say) stored nothing, and its generation
         # is not the group's.
-        if error is not None or not self._is_current(group) or group.generation != generation:
+        if error is not None or not self._is_current(group):
             return
+        self._journal_abandoned(group)
         self.journal(
             "rebalance",
             f"group {group.group_id} is empty (generation {generation}): no members left; "
@@ -710,7 +738,28 @@ class GroupCoordinator:
                 member.sync_reply(SyncGroupResponse(assignment=member.assignment))
                 member.sync_reply = None
 
+    def _journal_abandoned(self, group: Group) -> None:
+        for gen in group.abandoned:
+            members = sorted(gen.clients)
+            self.journal(
+                "rebalance",
+                f"group {group.group_id} generation {gen.generation} ({gen.protocol}; {gen.reason}) was abandoned at "
+                f"{gen.at_ms} ms before its members took their partitions ({gen.why}); members: "
+                + ", ".join(members),
+                group.group_id,
+                generation=gen.generation,
+                protocol=gen.protocol,
+                revoked={},
+                assigned={},
+                members=members,
+                clients=dict(gen.clients),
+                reason=gen.reason,
+                abandoned=gen.why,
+            )
+        group.abandoned.clear()
+
     def _journal_rebalance(self, group: Group, assigned: dict[str, list[TopicPartition]]) -> None:
+        self._journal_abandoned(group)
         before = group.previous
         parts = []
         revoked: dict[str, list[list[Any]]] = {}

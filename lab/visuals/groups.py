@@ -57,6 +57,7 @@ class Rebalance:
     reason: str
     protocol: str
     members: tuple[str, ...]  # the generation's member ids
+    abandoned: str  # why it was abandoned before its members took their partitions ("": it settled)
     changes: tuple[MemberChange, ...]
     text: str
 
@@ -121,6 +122,7 @@ def rebalance(event: Event, known: Mapping[str, str]) -> Rebalance:
         reason=str(data.get("reason") or ""),
         protocol=str(data.get("protocol") or ""),
         members=members,
+        abandoned=str(data.get("abandoned") or ""),
         changes=tuple(changes),
         text=event.text,
     )

@@ -85,6 +85,9 @@ def test_at_least_once_through_joins_crashes_and_broker_kills(seed: int) -> None
             120_000,
             f"the group ({strategy}) to process every acknowledged record",
         )
+        # The history: one record per generation, in order, through coordinator failovers.
+        generations = [e.data["generation"] for e in _rebalances(c, "g")]
+        assert generations == list(range(1, len(generations) + 1)), generations
     finally:
         c.close()
 

@@ -388,3 +388,28 @@ def test_rebalance_records_name_each_member_by_member_id() -> None:
         c.wait_for(lambda: a.state == "stable" and len(a.assignment()) == 2, 20_000)
         left = [e for e in c.events() if e.kind == "rebalance"][-1]
         assert f"{gone} left the group" in left.data["reason"]
+
+
+def test_a_generation_abandoned_before_it_settled_has_its_place_in_the_history() -> None:
+    with checked_cluster(3) as c:
+        c.create_topic("orders", partitions=4, replication_factor=3)
+        a, b = (c.consumer(group_id="g") for _ in range(2))
+        a.subscribe(["orders"])
+        b.subscribe(["orders"])
+        c.wait_for(
+            lambda: a.state == b.state == "stable" and bool(a.assignment()) and bool(b.assignment()), 20_000
+        )
+        third = c.consumer(group_id="g")
+        third.subscribe(["orders"])
+        c.wait_for(lambda: _group(c, "g")["state"] == "CompletingRebalance", 20_000)
+        fourth = c.consumer(group_id="g")  # joins before generation 2's assignment is handed out
+        fourth.subscribe(["orders"])
+        members = (a, b, third, fourth)
+        c.wait_for(lambda: all(m.state == "stable" and len(m.assignment()) == 1 for m in members), 20_000)
+        history = [e for e in c.events() if e.kind == "rebalance"]
+        assert [e.data["generation"] for e in history] == [1, 2, 3]
+        abandoned = history[1]
+        assert abandoned.data["members"] == sorted([a.member_id, b.member_id, third.member_id])
+        assert abandoned.data["abandoned"] == f"{fourth.member_id} joined"
+        assert "was abandoned" in abandoned.text
+        assert history[2].data["members"] == sorted(m.member_id for m in members)

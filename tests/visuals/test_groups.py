@@ -123,3 +123,13 @@ def test_no_group_no_view_and_other_groups_rebalances_stay_out() -> None:
     other = Event(seq=1, time_ms=0, kind="rebalance", text="", group="audit", data=other.data)
     (g,) = groups_view(three_brokers(groups={"billing": GROUP}), [other], {}).groups
     assert g.rebalances == ()
+
+
+def test_an_abandoned_generation_says_why_and_names_its_members() -> None:
+    event = _rebalance(1, 2, {}, {}, ["billing-1-8c0e4f6a", "billing-2-11112222"])
+    data = {**event.data, "abandoned": "billing-3-99998888 joined"}
+    event = Event(seq=1, time_ms=0, kind="rebalance", text="", group="billing", data=data)
+    (g,) = groups_view(three_brokers(groups={"billing": GROUP}), [event], {}).groups
+    (r,) = g.rebalances
+    assert (r.generation, r.abandoned, r.changes) == (2, "billing-3-99998888 joined", ())
+    assert r.members == ("billing-1-8c0e4f6a", "billing-2-11112222")
