@@ -26,7 +26,15 @@ from lab.engine.errors import IllegalArgument
 from lab.models import Lab
 from lab.runtime.live import LiveLab
 from lab.runtime.manager import runtime
-from lab.runtime.spec import ClientSpec, LabSpec, TopicSpec
+from lab.runtime.spec import (
+    DEMO_BROKERS,
+    DEMO_CLIENTS,
+    DEMO_CONFIG,
+    DEMO_TOPICS,
+    ClientSpec,
+    LabSpec,
+    TopicSpec,
+)
 from lab.visuals.frame import plog_key
 from lab.zookeeper_server import INSTALL_HINT, zookeeper_status
 
@@ -306,24 +314,8 @@ def ensure_demo_lab(owner: Any) -> Lab:
     return create_lab(
         owner,
         "Demo",
-        brokers=3,
-        config={"zookeeper.session.timeout.ms": "3000"},
-        topics=[
-            TopicSpec(name="orders", partitions=3, replication_factor=3, config={"min.insync.replicas": "2"})
-        ],
-        clients=[
-            ClientSpec(kind="producer", name="checkout", topics=("orders",), rate_per_s=5, acks="all"),
-            # A 6 s session (Kafka's default is 45 s), so a crash shows as a rebalance while a class watches.
-            *(
-                ClientSpec(
-                    kind="consumer",
-                    name=f"billing-{n}",
-                    topics=("orders",),
-                    group="billing",
-                    processing_ms=50,
-                    session_timeout_ms=6000,
-                )
-                for n in (1, 2)
-            ),
-        ],
+        brokers=DEMO_BROKERS,
+        config=DEMO_CONFIG,
+        topics=DEMO_TOPICS,
+        clients=DEMO_CLIENTS,
     )

@@ -21,7 +21,7 @@ from django.template.loader import render_to_string
 from django.views.decorators.http import require_GET, require_POST
 
 from lab import access
-from lab.engine.config import TOPIC_KEYS
+from lab.engine.config import CONSUMER_KEYS, TOPIC_KEYS
 from lab.engine.errors import IllegalArgument, KafkaError, ZooKeeperNotAvailable
 from lab.labs import asave_spec, live_of
 from lab.models import Lab
@@ -67,6 +67,9 @@ def lab_page(request: HttpRequest, slug: str) -> HttpResponse:
             "min_isr_default": config.get("min.insync.replicas", TOPIC_KEYS["min.insync.replicas"].default),
             "min_isr_tip": TOPIC_KEYS["min.insync.replicas"].doc
             + f" ({governed_by('min.insync.replicas', config)})",
+            "session": CONSUMER_KEYS["session.timeout.ms"],
+            "session_tip": CONSUMER_KEYS["session.timeout.ms"].doc
+            + f" ({governed_by('session.timeout.ms', config)}; heartbeats every third of it)",
         },
     )
 

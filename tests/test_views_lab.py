@@ -63,6 +63,22 @@ def test_the_owner_sees_every_view_and_the_kafka_it_models(owner_client: Client)
     )
 
 
+def test_the_add_consumer_form_offers_the_labs_session_beside_kafkas(owner_client: Client) -> None:
+    lab = owner_client.lab  # type: ignore[attr-defined]
+    _running(lab)
+    page = owner_client.get(f"/labs/{lab.slug}/").content.decode()
+    form = page[page.index('id="form-add-consumer"') :]
+    form = form[: form.index("</form>")]
+    field = re.search(
+        r'<label title="([^"]*)">session.timeout.ms <input ([^>]*)> <small[^>]*>([^<]*)</small>', form
+    )
+    assert field is not None
+    tip, attributes, beside = field.groups()
+    assert 'placeholder="6000"' in attributes  # left empty, the consumer gets the lab's 6 s
+    assert beside == "lab 6000, Kafka 45000"
+    assert "session.timeout.ms: lab 6000, Kafka 45000" in tip
+
+
 def test_someone_elses_lab_is_not_found(owner_client: Client) -> None:
     theirs = make_lab(make_user("grace"), "Theirs")
     assert owner_client.get(f"/labs/{theirs.slug}/").status_code == 404

@@ -850,9 +850,14 @@ class Consumer(_Client):
         """Records fetched so far; waits (driving the clock) up to ``timeout_ms`` when there are none."""
         if self.closed:
             raise IllegalState(f"consumer {self.client_id} is closed")
+        if not self._has_partitions_to_read():
+            raise IllegalState("Consumer is not subscribed to any topics or assigned any partitions")
         if not self._buffered and not self._errors and timeout_ms > 0:
             self.host.run_until_true(lambda: bool(self._buffered) or bool(self._errors), timeout_ms)
         return self.take()
+
+    def _has_partitions_to_read(self) -> bool:
+        return bool(self._assigned)
 
     def take(self, max_records: int | None = None) -> list[ConsumerRecord]:
         """Records fetched so far, without waiting (what a simulated consumer calls)."""

@@ -297,7 +297,7 @@ def _add_consumer(p: Mapping[str, str]) -> Act:
     group = _text(p, "group", limit=100)
     topics = tuple(t.strip() for t in _text(p, "topics").split(",") if t.strip())
     processing = _int(p, "processing_ms", low=0, high=60_000, default=50)
-    session = 0  # Kafka's default
+    session = 0  # the lab's default (session.timeout.ms 6000; Kafka's is 45000)
     if str(p.get("session_timeout_ms", "")).strip():
         session = _int(p, "session_timeout_ms", low=1000, high=300_000)
     name = _name(p)

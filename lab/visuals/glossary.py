@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from lab.engine.config import BROKER_KEYS, TOPIC_KEYS, ConfigKey
+from lab.engine.config import BROKER_KEYS, CONSUMER_KEYS, TOPIC_KEYS, ConfigKey
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -128,7 +128,7 @@ ENTRIES: Mapping[str, Entry] = {
 
 
 def config_key(name: str) -> ConfigKey | None:
-    return BROKER_KEYS.get(name) or TOPIC_KEYS.get(name)
+    return BROKER_KEYS.get(name) or TOPIC_KEYS.get(name) or CONSUMER_KEYS.get(name)
 
 
 def lab_value(name: str, config: Mapping[str, str]) -> str | None:

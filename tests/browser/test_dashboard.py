@@ -142,6 +142,10 @@ def test_a_consumer_crash_shows_as_a_rebalance(page: Page, live_lab: LabServer, 
     producer.get_by_label("Records/s").fill("20")
     producer.get_by_role("button", name="Add producer").click()
     expect(page.locator("#toast")).to_contain_text("writes 20 record(s)/s to orders")
+    # The session field is empty: the lab's 6 s, shown beside Kafka's 45 s.
+    session = page.locator("#form-add-consumer").get_by_label("session.timeout.ms")
+    expect(session).to_have_attribute("placeholder", "6000")
+    expect(page.locator("#form-add-consumer")).to_contain_text("lab 6000, Kafka 45000")
     for name in ("c1", "c2"):
         consumer = page.locator("#form-add-consumer")
         consumer.get_by_label("Group").fill("billing")
@@ -156,6 +160,10 @@ def test_a_consumer_crash_shows_as_a_rebalance(page: Page, live_lab: LabServer, 
     expect(group.locator(".members li")).to_have_count(2, timeout=15_000)
     expect(page.locator("#client-c2 .stats")).to_contain_text("consumed", timeout=5000)
     generation = int(group.get_attribute("data-generation") or "0")
+    c2_member = (group.locator(".members li", has_text="c2").get_attribute("title") or "").removeprefix(
+        "member id "
+    )
+    assert c2_member.startswith("c2-")
     _shot(page, artifacts, "view-groups-before-crash", "#view-groups")
 
     page.locator("#client-c2 button[data-action=client-crash]").click()
@@ -164,7 +172,7 @@ def test_a_consumer_crash_shows_as_a_rebalance(page: Page, live_lab: LabServer, 
     # The coordinator notices after c2's session times out, and the group rebalances without it.
     latest = group.locator(f'.rebalance[data-generation="{generation + 1}"]')
     expect(latest).to_be_visible(timeout=15_000)
-    expect(latest).to_contain_text("c2")
+    expect(latest.locator(f'li[data-member="{c2_member}"]')).to_contain_text(f"{c2_member} left")
     expect(latest).to_contain_text("gave up")
     expect(latest).to_contain_text("received")
     expect(group.locator(".members li")).to_have_count(1)

@@ -272,6 +272,24 @@ def test_simulated_clients_are_added_stopped_and_recorded(lab: LiveLab, wall: Fa
         lab.act("client-producer", {"topic": "ghost"}).result(10)
 
 
+def test_a_consumer_added_on_the_page_has_the_labs_session_unless_given_one(lab: LiveLab) -> None:
+    lab.act("client-consumer", {"group": "billing", "topics": "orders", "name": "b1"}).result(10)
+    lab.act(
+        "client-consumer",
+        {"group": "billing", "topics": "orders", "name": "b2", "session_timeout_ms": "9000"},
+    ).result(10)
+
+    def sessions(lab: LiveLab) -> dict[str, tuple[int, int]]:
+        return {
+            name: (sim.consumer.session_timeout_ms, sim.consumer.heartbeat_interval_ms)
+            for name, sim in lab.cluster.simulated.items()
+        }
+
+    # session.timeout.ms: lab 6000 (Kafka 45000), heartbeats at a third of the session.
+    assert lab.submit(sessions).result(10) == {"b1": (6000, 2000), "b2": (9000, 3000)}
+    assert [(c.name, c.session_timeout_ms) for c in lab.spec.clients] == [("b1", 0), ("b2", 9000)]
+
+
 @pytest.mark.zookeeper
 def test_on_zookeeper_a_restarted_lab_keeps_its_data_and_znodes(tmp_path: Path, zookeeper: str) -> None:
     lab_spec = spec(tmp_path, "restore")
