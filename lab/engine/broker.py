@@ -1003,6 +1003,7 @@ class Broker:
                 topic=tp.topic,
                 partition=tp.partition,
                 isr=list(change.new_isr),
+                old_isr=list(change.old_isr),
             )
             if partition.maybe_increment_high_watermark():
                 self._high_watermark_moved(tp)

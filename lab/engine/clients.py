@@ -336,6 +336,7 @@ class Producer(_Client):
         self.acked = 0
         self.failed = 0
         self.retried = 0
+        self.topics: list[str] = []  # the topics it has written to, in the order it first did
         self._unacknowledged_by_design = 0  # acks=0: answered at once, never acknowledged
 
     # API
@@ -354,6 +355,8 @@ class Producer(_Client):
         future: Pending[RecordMetadata] = Pending()
         ts = self.scheduler.now_ms if timestamp is None else timestamp
         self.sent += 1
+        if topic not in self.topics:
+            self.topics.append(topic)
         item = (topic, _bytes(key), _bytes(value), partition, ts, future, self.scheduler.now_ms)
         if not self._place(item):
             self._waiting.append(item)

@@ -198,6 +198,8 @@ def clients_view(cluster: Cluster) -> list[dict[str, Any]]:
                     "name": name,
                     "kind": "producer",
                     "state": "closed" if client.closed else "running",
+                    "topics": list(client.topics),
+                    "acks": {-1: "all", 0: "0", 1: "1"}[client.acks],
                     "sent": client.sent,
                     "acked": client.acked,
                     "failed": client.failed,

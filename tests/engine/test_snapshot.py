@@ -69,6 +69,8 @@ def test_the_snapshot_has_the_designs_keys_and_shapes_and_is_json() -> None:
                 "name": "producer-1",
                 "kind": "producer",
                 "state": "running",
+                "topics": ["orders"],  # what it wrote to, so the page can say
+                "acks": "all",
                 "sent": 5,
                 "acked": 5,
                 "failed": 0,
