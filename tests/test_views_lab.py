@@ -97,6 +97,23 @@ def test_a_partition_below_its_topics_min_insync_replicas_is_badged_where_it_is_
     assert "min.insync.replicas: topic 3 (lab 1, Kafka 1)" in page
 
 
+def test_a_paused_broker_shows_its_session_as_zookeeper_sees_it(owner_client: Client) -> None:
+    lab = owner_client.lab  # type: ignore[attr-defined]
+    _running(lab)
+    live = live_of(lab)
+    assert owner_client.post(f"/labs/{lab.slug}/act/pause/", {"broker": "2"}).status_code == 200
+    frame = live.wait_for_frame(
+        lambda f: f.views["sessions"].by_id[2].state == "expired",  # type: ignore[attr-defined]
+        timeout_s=20,
+    )
+    page = live.render_full(frame)
+    line = re.search(r'<div id="session-2"[^>]*data-session="(\w+)"[^>]*>(.*?)</div>', page)
+    assert line is not None
+    assert line.group(1) == "expired"
+    assert "session expired: /brokers/ids/2 gone" in line.group(2)
+    assert "session connected" not in line.group(2)  # what the paused broker itself still believes
+
+
 def test_someone_elses_lab_is_not_found(owner_client: Client) -> None:
     theirs = make_lab(make_user("grace"), "Theirs")
     assert owner_client.get(f"/labs/{theirs.slug}/").status_code == 404

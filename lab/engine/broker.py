@@ -199,6 +199,9 @@ class Broker:
         self.gate = Gate()
         self.endpoint = Endpoint(ctx.network, ctx.scheduler, broker_id, self._handle_request, gate=self.gate)
         self.session: GatedSession | None = None
+        # The session of this broker's previous run, if it was killed: its /brokers/ids znode stays
+        # until ZooKeeper expires it (this run waits for that to register).
+        self.previous_session: GatedSession | None = None
         self._session_registered = False
         self.broker_epoch = -1
         self.partitions: dict[TopicPartition, Partition] = {}

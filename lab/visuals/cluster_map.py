@@ -29,13 +29,6 @@ BROKER_STATES: Mapping[str, tuple[str, str]] = {
     "slow": ("slow", "≋"),
     "starting": ("starting", "◌"),
 }
-SESSION_LABELS: Mapping[str, str] = {
-    "connected": "session connected",
-    "connecting": "session connecting",
-    "suspended": "session suspended",
-    "expired": "session expired",
-    "closed": "no session",
-}
 _STATE_TIPS = {f"broker_{s}" for s in BROKER_STATES}
 DOWN = ("killed", "stopped")
 
@@ -65,8 +58,7 @@ class BrokerColumn:
     glyph: str
     state_tip: str
     controller: bool
-    session: str
-    session_label: str
+    session: str  # the broker's own view of its session; lab.visuals.sessions says ZooKeeper's
     broker_epoch: int | None
     isolated_from: tuple[str, ...]
     slow_ms: int
@@ -279,7 +271,6 @@ def _broker_column(broker: Mapping[str, Any], config: Mapping[str, str]) -> Brok
         state_tip=state_tip,
         controller=bool(broker.get("controller")),
         session=session,
-        session_label=SESSION_LABELS.get(session, f"session {session}"),
         broker_epoch=broker.get("broker_epoch"),
         isolated_from=tuple(broker.get("isolated_from") or ()),
         slow_ms=int(broker.get("slow_ms") or 0),

@@ -27,7 +27,7 @@ def test_controller_and_states_are_marked() -> None:
     b1, b2, b3 = view.brokers
     assert b1.controller
     assert not b2.controller
-    assert (b2.state_label, b2.glyph, b2.session_label) == ("killed", "✕", "no session")
+    assert (b2.state_label, b2.glyph, b2.session) == ("killed", "✕", "closed")
     assert (b3.state_label, b3.glyph) == ("paused", "❚❚")
     assert "zookeeper.session.timeout.ms: lab 6000, Kafka 18000" in b2.state_tip
 
