@@ -127,12 +127,21 @@ def test_in_large_mode_the_partition_log_fills_the_projector(
     log = projector.locator("#plog-orders .partition-log").first
     expect(log).to_be_visible()
     projector.locator("#view-log").screenshot(path=artifacts / "layout-large-partition-log.png")
-    used = projector.evaluate(
-        """() => {
-          const part = document.querySelector('#plog-orders .partition-log');
-          const cells = part.querySelector('.rlog .cells');
-          return cells.getBoundingClientRect().width / part.getBoundingClientRect().width;
-        }"""
-    )
+    used = projector.evaluate(USED)
     assert used >= 0.6, f"the offsets use {used:.0%} of the partition log's width"
     assert _width(projector) <= 1920
+    # Presenter mode (an instructor's demo on the projector) draws the log the same way.
+    projector.goto(live_lab.url + PAGES["lab"] + "?present=1")
+    expect(projector.locator("#presenter-mode")).to_be_attached()
+    expect(projector.locator("#plog-orders .partition-log").first).to_be_visible()
+    projector.locator("#view-log").screenshot(path=artifacts / "layout-presenter-partition-log.png")
+    used = projector.evaluate(USED)
+    assert used >= 0.6, f"in presenter mode the offsets use {used:.0%} of the partition log's width"
+    assert _width(projector) <= 1920
+
+
+USED = """() => {
+  const part = document.querySelector('#plog-orders .partition-log');
+  const cells = part.querySelector('.rlog .cells');
+  return cells.getBoundingClientRect().width / part.getBoundingClientRect().width;
+}"""
