@@ -249,6 +249,8 @@ class TemplateRenderer:
             ctx["tip"] = index.tip if index is not None else {}  # type: ignore[attr-defined]
         if key == "clients":
             ctx["stats"] = views.get("client-stats")
+        if key == "cluster-map":
+            ctx["sessions"] = views.get("sessions")
         return ctx
 
     def fragment(self, key: str, views: Mapping[str, object]) -> str:

@@ -119,7 +119,10 @@ class PartitionOut(Schema):
     isr: list[int]
     offline: bool
     under_replicated: bool
-    logs: dict[str, dict[str, Any]] = Field(description="by broker id: log_start_offset, high_watermark...")
+    logs: dict[str, dict[str, Any]] = Field(
+        description="by broker id: log_start_offset (the log start: the oldest offset kept), high_watermark, "
+        "log_end_offset, leader_epoch, online, role"
+    )
 
 
 class TopicOut(Schema):

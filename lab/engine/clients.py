@@ -373,6 +373,7 @@ class Producer(_Client):
         self.acked = 0
         self.failed = 0
         self.retried = 0
+        self.topics: list[str] = []  # the topics it has written to, in the order it first did
         self._unacknowledged_by_design = 0  # acks=0: answered at once, never acknowledged
 
     # API
@@ -395,6 +396,8 @@ class Producer(_Client):
         now = self.scheduler.now_ms
         future = FutureRecordMetadata(now if timestamp is None else timestamp)
         self.sent += 1
+        if topic not in self.topics:
+            self.topics.append(topic)
         if not self._append(topic, key, value, partition, future):
             self._waiting.append((topic, key, value, partition, future, now))
             self.metadata.waiters.append(self._place_waiting)

@@ -239,7 +239,10 @@ class Cluster:
         return next((f"broker {b.id}: {b.refused}" for b in self.brokers.values() if b.refused), None)
 
     def _start_broker(self, broker_id: BrokerId) -> Broker:
+        before = self.brokers.get(broker_id)
         broker = Broker(self.ctx, broker_id)
+        if before is not None and before.session is not None and before.session.expires_in_ms is not None:
+            broker.previous_session = before.session  # killed: ZooKeeper has not expired it yet
         self.brokers[broker_id] = broker
         broker.start()
         if "zookeeper" in self.isolation.get(broker_id, set()):

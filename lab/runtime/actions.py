@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 from lab.engine.cluster import Cluster, Isolation
 from lab.engine.errors import IllegalArgument, IllegalState, KafkaError, KafkaTimeout, ZooKeeperNotAvailable
 from lab.runtime.spec import ClientSpec, TopicSpec, check_rate
+from lab.visuals.clock import clock_label
 
 if TYPE_CHECKING:
     from lab.runtime.live import LiveLab
@@ -236,8 +237,8 @@ def _produce(p: Mapping[str, str]) -> Act:
         if topic not in lab.cluster.topics():
             raise IllegalArgument(f"there is no topic {topic!r}; create it first")
         producer = lab.producer(acks)
-        stamp = lab.cluster.now_ms
-        futures = [producer.send(topic, f"record {i + 1} at {stamp} ms", key=key) for i in range(count)]
+        stamp = clock_label(lab.cluster.now_ms)  # virtual time, as the clock shows it
+        futures = [producer.send(topic, f"record {i + 1} at {stamp}", key=key) for i in range(count)]
         if acks == "0":
             return f"{count} record(s) sent to {topic} with acks=0: no answer comes back."
 

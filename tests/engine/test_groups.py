@@ -356,7 +356,9 @@ def test_a_session_timeout_outside_the_brokers_range_is_invalid_session_timeout(
     with checked_cluster(3, config={"group.max.session.timeout.ms": "30000"}) as c:
         c.create_topic("orders", replication_factor=3)
         short = c.consumer(group_id="g", session_timeout_ms=500, heartbeat_interval_ms=100)
-        kafkas = c.consumer(group_id="g", session_timeout_ms=45_000)  # Kafka's default, above this broker's maximum
+        kafkas = c.consumer(
+            group_id="g", session_timeout_ms=45_000
+        )  # Kafka's default, above this broker's maximum
         short.subscribe(["orders"])
         kafkas.subscribe(["orders"])
         c.run_for(3000)  # their JoinGroups are answered
