@@ -170,6 +170,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "lab.context_processors.people",
+                "lab.context_processors.limits",
             ],
         },
     },

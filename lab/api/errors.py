@@ -1,9 +1,12 @@
 """Every error the API answers is JSON ``{"error": NAME, "message": "..."}``, with Kafka's name where one applies.
 
-The HTTP code says what kind of mistake it was: 400 bad input (``INVALID_*``, ``ILLEGAL_ARGUMENT``, a
-request that does not match the schema), 401 no or bad token, 403 not allowed, 404 unknown, 409 the
-cluster's state refuses it (``NOT_ENOUGH_REPLICAS``, ``NON_EMPTY_GROUP``, ``ILLEGAL_STATE``...), 504 the
-lab did not answer in time. Bad input never gets a 500.
+The HTTP code says what kind of mistake it was: 400 the request does not match its schema
+(``INVALID_REQUEST`` with the field, ``INVALID_CONFIG`` for a config value), found before the lab is
+asked; 401 no or bad token, 403 not allowed, 404 unknown; 409 a well-formed request the lab's cluster
+refuses in its current state, with Kafka's name (``INVALID_REPLICATION_FACTOR`` above the lab's brokers,
+``INVALID_PARTITIONS`` below the topic's count, ``OFFSET_OUT_OF_RANGE``, ``NOT_ENOUGH_REPLICAS``,
+``NON_EMPTY_GROUP``, ``ILLEGAL_STATE``...); 413 a body too large to read; 504 the lab did not answer in
+time. Bad input never gets a 500.
 """
 
 from __future__ import annotations
@@ -19,14 +22,9 @@ from ninja.errors import AuthenticationError, HttpError, ValidationError
 
 from lab.engine import errors as kafka
 from lab.engine.errors import KafkaError
+from lab.engine.errors import PolicyViolation as PolicyViolation  # too many labs or runs: a 409
 
 log = logging.getLogger(__name__)
-
-
-class PolicyViolation(KafkaError):
-    """A request the lab's own limits refuse (Kafka's PolicyViolationException): too many labs or runs."""
-
-    name = "POLICY_VIOLATION"
 
 
 class NotFound(KafkaError):
@@ -39,6 +37,15 @@ class LabTimeout(KafkaError):
     """The lab's driver did not answer within the API's wait."""
 
     name = "REQUEST_TIMED_OUT"
+
+
+class Refused(Exception):
+    """A Kafka error the lab's cluster answered with: the request was well formed, the cluster's state
+    refuses it. Never a 400 (the schema would have said so): 404 for what does not exist, else 409."""
+
+    def __init__(self, error: KafkaError) -> None:
+        super().__init__(str(error))
+        self.error = error
 
 
 class ErrorOut(Schema):
@@ -70,19 +77,21 @@ ERRORS: dict[int, Any] = {
     403: ErrorOut,
     404: ErrorOut,
     409: ErrorOut,
+    413: ErrorOut,
     504: ErrorOut,
 }
 
 
-def status_of(error: KafkaError) -> int:
-    if isinstance(error, BAD_INPUT):
-        return 400
+def status_of(error: KafkaError, *, from_lab: bool = False) -> int:
     if isinstance(error, NOT_FOUND):
         return 404
     if isinstance(error, TIMED_OUT):
         return 504
+    if isinstance(error, BAD_INPUT) and not from_lab:
+        return 400
     # Everything else is the cluster's state refusing the request now (NOT_ENOUGH_REPLICAS,
-    # NON_EMPTY_GROUP, ILLEGAL_STATE, TOPIC_ALREADY_EXISTS, a reassignment already in progress...).
+    # NON_EMPTY_GROUP, ILLEGAL_STATE, TOPIC_ALREADY_EXISTS, a reassignment already in progress,
+    # a replication factor above the lab's brokers...).
     return 409
 
 
@@ -108,12 +117,18 @@ def install(api: NinjaAPI) -> None:
     def kafka_error(request: HttpRequest, exc: KafkaError) -> HttpResponse:
         return _json(api, request, status_of(exc), exc.name, exc.message)
 
+    @api.exception_handler(Refused)
+    def refused(request: HttpRequest, exc: Refused) -> HttpResponse:
+        error = exc.error
+        return _json(api, request, status_of(error, from_lab=True), error.name, error.message)
+
     @api.exception_handler(ValidationError)
     def invalid(request: HttpRequest, exc: ValidationError) -> HttpResponse:
         fields = []
         for item in exc.errors:
             where, name = _field(item.get("loc"))
-            fields.append({"field": name, "location": where, "problem": str(item.get("msg", "invalid"))})
+            problem = str(item.get("msg", "invalid")).removeprefix("Value error, ")
+            fields.append({"field": name, "location": where, "problem": problem})
         message = "; ".join(f"{f['field']}: {f['problem']}" for f in fields) or "the request is malformed"
         return _json(api, request, 400, "INVALID_REQUEST", message, fields=fields)
 
@@ -143,7 +158,7 @@ def install(api: NinjaAPI) -> None:
     @api.exception_handler(RequestDataTooBig)
     def too_big(request: HttpRequest, exc: RequestDataTooBig) -> HttpResponse:
         limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
-        return _json(api, request, 400, "INVALID_REQUEST", f"the request body is larger than {limit} bytes")
+        return _json(api, request, 413, "INVALID_REQUEST", f"the request body is larger than {limit} bytes")
 
     @api.exception_handler(PermissionDenied)
     def forbidden(request: HttpRequest, exc: PermissionDenied) -> HttpResponse:

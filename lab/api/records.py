@@ -14,13 +14,12 @@ from typing import Any
 
 from django.http import HttpRequest
 from ninja import Path, Query, Router
+from ninja.errors import ValidationError
 
-from lab.api import driver
+from lab.api import driver, openapi
 from lab.api.errors import ERRORS
 from lab.api.schemas import (
     MAX_NAME,
-    MAX_PARTITIONS,
-    MAX_RECORDS,
     TOPIC_PATTERN,
     ConsumeIn,
     ConsumeOut,
@@ -28,8 +27,8 @@ from lab.api.schemas import (
     ProduceOut,
     RecordsOut,
 )
-from lab.engine import errors
-from lab.engine.errors import IllegalArgument, KafkaError, NonEmptyGroup, UnknownTopicOrPartition
+from lab.engine import errors, limits
+from lab.engine.errors import KafkaError, NonEmptyGroup, UnknownTopicOrPartition
 from lab.engine.ids import TopicPartition
 from lab.runtime.live import LiveLab
 
@@ -95,6 +94,16 @@ async def produce(request: HttpRequest, slug: str, body: ProduceIn, topic: str =
 # ----------------------------------------------------------------------------- read
 
 
+openapi.exclusive_query(
+    method="get",
+    path="/api/labs/{slug}/topics/{topic}/records",
+    name="start",
+    fields=("offset", "timestamp"),
+    description="where to start: ?offset=N, or ?timestamp=T (the first record at or after that time), "
+    "not both; neither starts at the log start offset",
+)
+
+
 @router.get(
     "/labs/{slug}/topics/{topic}/records", response={200: RecordsOut, **ERRORS}, summary="Read a partition"
 )
@@ -102,20 +111,23 @@ async def read(
     request: HttpRequest,
     slug: str,
     topic: str = TopicName,
-    partition: int = Query(..., ge=0, le=MAX_PARTITIONS),
+    partition: int = Query(..., ge=limits.PARTITION.low, le=limits.PARTITION.high),
     offset: int | None = Query(None, ge=0, description="start here (default: the log start offset)"),
     timestamp: int | None = Query(
         None, ge=0, description="or start at the first record at or after this time"
     ),
-    limit: int = Query(100, ge=1, le=MAX_RECORDS),
+    limit: int = Query(100, ge=limits.RECORDS.low, le=limits.RECORDS.high),
     search: str | None = Query(
-        None, max_length=200, description="keep records whose key or value contains it"
+        None, max_length=limits.SEARCH.max_length, description="keep records whose key or value contains it"
     ),
 ) -> Any:
     """Records of one partition as a consumer sees them: committed ones only (below the high watermark),
     read at the leader. Commits nothing; anyone who may see the lab may read."""
     if offset is not None and timestamp is not None:
-        raise IllegalArgument("start at an offset or at a timestamp, not both")
+        # The OpenAPI document says so too (offset and timestamp are one parameter object, at most one set).
+        raise ValidationError(
+            [{"loc": ("query", "timestamp"), "msg": "start at an offset or at a timestamp, not both"}]
+        )
 
     def run(lab: LiveLab) -> Any:
         records = lab.cluster.browse(

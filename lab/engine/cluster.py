@@ -10,7 +10,6 @@ gets Kafka's error and changes nothing.
 from __future__ import annotations
 
 import contextlib
-import re
 import shutil
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
@@ -29,13 +28,13 @@ from lab.engine.errors import (
     InvalidPartitions,
     InvalidReplicaAssignment,
     InvalidReplicationFactor,
-    InvalidTopic,
     KafkaTimeout,
     TopicAlreadyExists,
     UnknownTopicOrPartition,
 )
 from lab.engine.events import Event, Journal
 from lab.engine.ids import BrokerId, TopicPartition
+from lab.engine.limits import BROKERS, validate_topic_name
 from lab.engine.metadata import paths
 from lab.engine.metadata.memory import MemoryStore
 from lab.engine.metadata.store import (
@@ -56,25 +55,7 @@ if TYPE_CHECKING:
     from lab.engine.membership import GroupConsumer
     from lab.engine.simclients import SimulatedConsumer, SimulatedProducer
 
-LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
-MAX_TOPIC_LENGTH = 249
 Isolation = Literal["zookeeper", "brokers"]
-
-
-def validate_topic_name(name: str) -> None:
-    """Kafka's Topic.validate: the same rules, the same words."""
-    if not name:
-        raise InvalidTopic("Topic name is illegal, it can't be empty")
-    if name in (".", ".."):
-        raise InvalidTopic('Topic name cannot be "." or ".."')
-    if len(name) > MAX_TOPIC_LENGTH:
-        raise InvalidTopic(
-            f"Topic name is illegal, it can't be longer than {MAX_TOPIC_LENGTH} characters, topic name: {name}"
-        )
-    if not LEGAL_TOPIC.match(name):
-        raise InvalidTopic(
-            f"Topic name \"{name}\" is illegal, it contains a character other than ASCII alphanumerics, '.', '_' and '-'"
-        )
 
 
 class Cluster:
@@ -138,8 +119,8 @@ class Cluster:
         store: MetadataStore | None = None,
         wait: bool = True,
     ) -> Cluster:
-        if not 1 <= brokers <= 12:
-            raise IllegalArgument(f"a lab cluster has 1 to 12 brokers, not {brokers}")
+        if not BROKERS.low <= brokers <= BROKERS.high:
+            raise IllegalArgument(f"a lab cluster has {BROKERS.low} to {BROKERS.high} brokers, not {brokers}")
         broker_config = BrokerConfig.of(config)
         scheduler = Scheduler(seed)
         if store is None:

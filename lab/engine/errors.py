@@ -187,6 +187,12 @@ class InvalidGroupId(KafkaError):
     name = "INVALID_GROUP_ID"
 
 
+class PolicyViolation(KafkaError):
+    """A request a policy refuses (Kafka's PolicyViolationException): here, the lab's own limits."""
+
+    name = "POLICY_VIOLATION"
+
+
 class OutOfOrderSequenceNumber(KafkaError):
     name = "OUT_OF_ORDER_SEQUENCE_NUMBER"
 

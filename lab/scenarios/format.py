@@ -25,6 +25,8 @@ from typing import Any
 
 import yaml
 
+from lab.engine import limits
+
 
 class ScenarioError(ValueError):
     def __init__(self, source: str, line: int | None, message: str) -> None:
@@ -88,6 +90,40 @@ def _positive(value: Any) -> int:
     if number < 1:
         raise _Bad(f"a number >= 1, not {number}")
     return number
+
+
+def _within(limit: limits.Whole) -> Callable[[Any], int]:
+    """A whole number within the lab's ``limit`` (the one the API, the forms and the controls use)."""
+
+    def check(value: Any) -> int:
+        number = _int(value)
+        if not limit.low <= number <= limit.high:
+            raise _Bad(f"a number from {limit.low} to {limit.high}, not {number}")
+        return number
+
+    return check
+
+
+def _rate(limit: limits.Number) -> Callable[[Any], float]:
+    def check(value: Any) -> float:
+        number = _number(value)
+        if not limit.low - 1e-9 <= number <= limit.high + 1e-9:
+            raise _Bad(f"a number from {limit.low:g} to {limit.high:g}, not {number:g}")
+        return number
+
+    return check
+
+
+def _text_of(limit: limits.Text) -> Callable[[Any], str]:
+    """A record's key or value: text of at most the lab's length (any text, as Kafka's bytes)."""
+
+    def check(value: Any) -> str:
+        text = _str(value)
+        if len(text) > limit.max_length:
+            raise _Bad(f"text of at most {limit.max_length} characters, not {len(text)}")
+        return text
+
+    return check
 
 
 def _number(value: Any) -> float:
@@ -272,7 +308,7 @@ _PARTITION_KEYS = (
     "replica",
 )
 
-BROKER: Schema = {"broker": _int}
+BROKER: Schema = {"broker": _within(limits.BROKER_ID)}
 
 STEPS: dict[str, tuple[Schema, tuple[str, ...], str | None]] = {
     # kind: (fields, required, the field a bare scalar fills)
@@ -280,8 +316,8 @@ STEPS: dict[str, tuple[Schema, tuple[str, ...], str | None]] = {
     "create_topic": (
         {
             "name": _str,
-            "partitions": _positive,
-            "replication_factor": _positive,
+            "partitions": _within(limits.PARTITIONS),
+            "replication_factor": _within(limits.REPLICATION_FACTOR),
             "config": _config,
             "assignment": dict,
         },
@@ -289,16 +325,16 @@ STEPS: dict[str, tuple[Schema, tuple[str, ...], str | None]] = {
         "name",
     ),
     "delete_topic": ({"name": _str}, ("name",), "name"),
-    "add_partitions": ({"topic": _str, "total": _positive}, ("topic", "total"), None),
+    "add_partitions": ({"topic": _str, "total": _within(limits.PARTITIONS)}, ("topic", "total"), None),
     "set_config": ({"topic": _str, "config": _config}, ("topic", "config"), None),
     "produce": (
         {
             "topic": _str,
-            "count": _positive,
+            "count": _within(limits.RECORDS),
             "acks": _acks,
-            "key": _str,
-            "value": _str,
-            "partition": _nonneg,
+            "key": _text_of(limits.KEY),
+            "value": _text_of(limits.VALUE),
+            "partition": _within(limits.PARTITION),
             "producer": _str,
             "wait": _bool,
             "retries": _nonneg,
@@ -313,7 +349,7 @@ STEPS: dict[str, tuple[Schema, tuple[str, ...], str | None]] = {
     "consume": (
         {
             "topic": _str,
-            "partition": _nonneg,
+            "partition": _within(limits.PARTITION),
             "from": _from,
             "count": _nonneg,
             "as": _str,
@@ -324,20 +360,28 @@ STEPS: dict[str, tuple[Schema, tuple[str, ...], str | None]] = {
     ),
     "seek": ({"as": _str, "partition": _partition, "offset": _nonneg}, ("as", "partition", "offset"), None),
     "read": ({"as": _str, "count": _positive, "timeout_ms": _positive}, ("as", "count"), None),
-    "kill": ({"broker": _int, "lose_unflushed": _bool}, ("broker",), "broker"),
+    "kill": ({"broker": _within(limits.BROKER_ID), "lose_unflushed": _bool}, ("broker",), "broker"),
     "restart": (BROKER, ("broker",), "broker"),
     "pause": (BROKER, ("broker",), "broker"),
     "resume": (BROKER, ("broker",), "broker"),
     "heal": (BROKER, ("broker",), "broker"),
     "controlled_shutdown": (BROKER, ("broker",), "broker"),
-    "isolate": ({"broker": _int, "from": _choice("zookeeper", "brokers")}, ("broker",), "broker"),
-    "slow": ({"broker": _int, "delay_ms": _nonneg}, ("broker",), "broker"),
+    "isolate": (
+        {"broker": _within(limits.BROKER_ID), "from": _choice("zookeeper", "brokers")},
+        ("broker",),
+        "broker",
+    ),
+    "slow": (
+        {"broker": _within(limits.BROKER_ID), "delay_ms": _within(limits.SLOW_MS)},
+        ("broker",),
+        "broker",
+    ),
     "wait": ({"ms": _nonneg}, ("ms",), "ms"),
     "wait_until": ({**EXPECT, "timeout_ms": _positive}, (), None),
     "expect": (EXPECT, (), None),
     "lose_ack": ({"client": _str, "count": _positive}, ("client",), "client"),
     "add_producer": (
-        {"topic": _str, "name": _str, "rate": _number, "keys": _nonneg, "acks": _acks},
+        {"topic": _str, "name": _str, "rate": _rate(limits.PRODUCER_RATE), "keys": _nonneg, "acks": _acks},
         ("topic",),
         None,
     ),
@@ -347,7 +391,7 @@ STEPS: dict[str, tuple[Schema, tuple[str, ...], str | None]] = {
             "group": _str,
             "topics": _strs,
             "name": _str,
-            "processing_ms": _nonneg,
+            "processing_ms": _within(limits.PROCESSING_MS),
             "assignor": _choice("range", "roundrobin", "sticky", "cooperative-sticky"),
             "session_timeout_ms": _positive,
             "heartbeat_interval_ms": _positive,
@@ -475,8 +519,8 @@ def _cluster(raw: Any, source: str, line: int | None) -> ClusterSpec:
     except _Bad as bad:
         raise ScenarioError(source, line, f"cluster: {bad}") from None
     brokers = args.get("brokers", 3)
-    if brokers > 12:
-        raise ScenarioError(source, line, "cluster: a lab has at most 12 brokers")
+    if brokers > limits.BROKERS.high:
+        raise ScenarioError(source, line, f"cluster: a lab has at most {limits.BROKERS.high} brokers")
     from lab.engine.config import validate_broker_config
     from lab.engine.errors import KafkaError
 

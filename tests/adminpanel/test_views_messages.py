@@ -257,3 +257,13 @@ def test_a_bad_produce_is_refused_beside_its_field_and_writes_nothing(
     assert response.status_code == 400
     assert field_error(response.content.decode(), field, prefix="produce_") == message
     assert all(records(lab, p) == [] for p in range(3))
+
+
+def test_a_nul_in_a_key_or_value_is_kept_as_kafka_keeps_it(owner: Client, lab: Lab) -> None:
+    response = owner.post(
+        url(lab, "produce/"),
+        {"key": "a\x00b", "value": "v\x00", "partition": "1", "count": "1"},
+        headers=HTMX,
+    )
+    assert response.status_code == 200, field_error(response.content.decode(), "key", prefix="produce_")
+    assert [(r["key"], r["value"]) for r in records(lab, 1)] == [("a\x00b", "v\x00")]
