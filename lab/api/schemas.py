@@ -15,6 +15,7 @@ from ninja import Schema
 from pydantic import AfterValidator, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 from pydantic.functional_validators import ModelWrapValidatorHandler
 
+from lab.api.errors import ErrorOut
 from lab.engine import limits
 from lab.engine.config import BROKER_KEYS, TOPIC_KEYS, ConfigKey
 from lab.engine.errors import InvalidConfig
@@ -330,17 +331,35 @@ class ProduceIn(In):
 
 class SendResult(Schema):
     status: Literal["acknowledged", "failed", "sent", "pending"] = Field(
-        description="sent: acks=0, no answer comes; pending: no answer yet (the clock may be paused)"
+        description="acknowledged: written, at this offset; failed: Kafka's error says why; "
+        "sent: acks=0, no answer comes; pending: no answer yet (the producer retries; the clock may be paused)"
     )
     partition: int | None = None
     offset: int | None = None
-    error: str | None = None
+    error: str | None = Field(None, description="Kafka's error, by name, for a failed record")
     message: str | None = None
 
 
 class ProduceOut(Schema):
+    id: str = Field(
+        description="this produce's id: GET /api/labs/{slug}/produce-requests/{id} tells it again"
+    )
     acks: str
     records: list[SendResult]
+
+
+class ProducePendingOut(ProduceOut):
+    status: Literal["pending"]
+    message: str = Field(description="how many records wait, and why (the errors the producer retries after)")
+    poll: str = Field(description="where to ask for the outcome (also the Location header)")
+
+
+class ProduceFailedOut(ErrorOut):
+    """A 409: the error of the first failed record, and (for a produce) every record's outcome."""
+
+    id: str | None = None
+    acks: str | None = None
+    records: list[SendResult] | None = None
 
 
 class RecordOut(Schema):

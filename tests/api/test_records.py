@@ -53,27 +53,6 @@ def test_keyed_records_land_by_key_and_acks_0_learns_no_offset(ada: Api, lab: La
     ]
 
 
-def test_a_write_below_min_insync_replicas_fails_with_not_enough_replicas(ada: Api, lab: Lab) -> None:
-    ok(
-        ada.post(
-            f"/labs/{lab.slug}/topics",
-            {
-                "name": "strict",
-                "partitions": 1,
-                "replication_factor": 1,
-                "config": {"min.insync.replicas": 2},
-            },
-        ),
-        201,
-    )
-    path = f"/labs/{lab.slug}/topics/strict/records"
-    refused = ok(ada.post(path, {"records": [{"value": "v"}], "acks": "all", "retries": 0}))["records"][0]
-    assert refused["status"] == "failed"
-    assert refused["error"] == "NOT_ENOUGH_REPLICAS"
-    # acks=1 does not ask for the ISR: the leader alone takes it.
-    assert ok(ada.post(path, {"records": [{"value": "v"}], "acks": "1"}))["records"][0]["offset"] == 0
-
-
 def test_bad_produce_requests_change_nothing(ada: Api, lab: Lab) -> None:
     path = f"/labs/{lab.slug}/topics/orders/records"
     error(ada.post(path, {"records": []}), 400, "INVALID_REQUEST")
