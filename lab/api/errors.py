@@ -14,7 +14,6 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from django.conf import settings
 from django.core.exceptions import PermissionDenied, RequestDataTooBig
 from django.http import Http404, HttpRequest, HttpResponse
 from ninja import NinjaAPI, Schema
@@ -23,6 +22,7 @@ from ninja.errors import AuthenticationError, HttpError, ValidationError
 from lab.engine import errors as kafka
 from lab.engine.errors import KafkaError
 from lab.engine.errors import PolicyViolation as PolicyViolation  # too many labs or runs: a 409
+from lab.request_size import declared_size, too_large_message
 
 log = logging.getLogger(__name__)
 
@@ -157,8 +157,7 @@ def install(api: NinjaAPI) -> None:
 
     @api.exception_handler(RequestDataTooBig)
     def too_big(request: HttpRequest, exc: RequestDataTooBig) -> HttpResponse:
-        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
-        return _json(api, request, 413, "INVALID_REQUEST", f"the request body is larger than {limit} bytes")
+        return _json(api, request, 413, "INVALID_REQUEST", too_large_message(declared_size(request)))
 
     @api.exception_handler(PermissionDenied)
     def forbidden(request: HttpRequest, exc: PermissionDenied) -> HttpResponse:

@@ -68,6 +68,14 @@ def test_bad_produce_requests_change_nothing(ada: Api, lab: Lab) -> None:
         assert ok(ada.get(path, partition=p))["records"] == []
 
 
+def test_an_oversized_produce_is_a_413_naming_the_limits(ada: Api, lab: Lab) -> None:
+    path = f"/labs/{lab.slug}/topics/orders/records"
+    refused = error(ada.post(path, {"records": [{"value": "x" * 10_000_000}]}), 413, "INVALID_REQUEST")
+    assert refused["message"].startswith("The request (9.5 MB) is over the 2.5 MB the lab reads")
+    assert "a record's value holds at most 100000 characters" in refused["message"]
+    assert all(ok(ada.get(path, partition=p))["records"] == [] for p in range(3))
+
+
 def test_a_group_reads_on_from_its_committed_offsets(ada: Api, lab: Lab) -> None:
     _produce(ada, lab, [{"value": f"v{i}", "partition": 0} for i in range(5)])
     consume = f"/labs/{lab.slug}/topics/orders/consume"
