@@ -21,8 +21,9 @@ from django.contrib.auth import get_user_model
 from django.template.loader import render_to_string
 from django.utils.text import slugify
 
+from lab.engine import limits
 from lab.engine.config import validate_broker_config
-from lab.engine.errors import IllegalArgument
+from lab.engine.errors import IllegalArgument, PolicyViolation
 from lab.models import Lab
 from lab.runtime.live import LiveLab
 from lab.runtime.manager import runtime
@@ -133,6 +134,20 @@ def unique_slug(name: str) -> str:
     return slug
 
 
+def max_labs_per_person() -> int:
+    return int(getattr(settings, "LAB_MAX_LABS_PER_PERSON", 10))
+
+
+def check_lab_quota(owner: Any) -> None:
+    """A person makes at most ``LAB_MAX_LABS_PER_PERSON`` labs (the home page and the API alike; labs the
+    classroom hands out are not counted against it, but count towards it)."""
+    most = max_labs_per_person()
+    if Lab.objects.filter(owner=owner).count() >= most:
+        raise PolicyViolation(
+            f"{owner.get_username()} has {most} labs already, the most one person may have; delete one first"
+        )
+
+
 def create_lab(
     owner: Any,
     name: str,
@@ -147,8 +162,7 @@ def create_lab(
     name = name.strip()
     if not name:
         raise IllegalArgument("a lab needs a name")
-    if len(name) > 100:
-        raise IllegalArgument("a lab's name has at most 100 characters")
+    limits.LAB_NAME.check(name)  # the API's schema says the same
     clean = validate_broker_config(config or {})
     slug = unique_slug(name)
     spec = LabSpec(

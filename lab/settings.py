@@ -187,6 +187,7 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
+    "lab.request_size.RequestSizeMiddleware",  # before the CSRF check reads the form
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "lab.context_processors.RoleMiddleware",
@@ -208,6 +209,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "lab.context_processors.people",
+                "lab.context_processors.limits",
             ],
         },
     },

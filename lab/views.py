@@ -15,7 +15,7 @@ from lab.accounts.forms import LoginForm
 from lab.accounts.throttle import refused
 from lab.engine.config import BROKER_KEYS
 from lab.engine.errors import KafkaError
-from lab.labs import DEMO_PASSWORD_FILE, create_lab, live_of
+from lab.labs import DEMO_PASSWORD_FILE, check_lab_quota, create_lab, live_of
 from lab.models import Lab
 from lab.runtime.registry import running_labs
 from lab.visuals.glossary import tip
@@ -55,6 +55,8 @@ def _home_context(request: HttpRequest) -> dict[str, object]:
         running=[s for s in running_labs() if s.name in {lab.slug for lab in mine}],
         session_tip=tip("session", {}),
         session_default=BROKER_KEYS["zookeeper.session.timeout.ms"].default,
+        session_min=int(BROKER_KEYS["zookeeper.session.timeout.ms"].minimum or 0),
+        session_max=int(BROKER_KEYS["zookeeper.session.timeout.ms"].maximum or 0),
     )
     return context
 
@@ -88,6 +90,7 @@ def new_lab(request: HttpRequest) -> HttpResponse:
     except ValueError:
         brokers = 0
     try:
+        check_lab_quota(request.user)
         lab = create_lab(request.user, request.POST.get("name", ""), brokers=brokers, config=config)
     except KafkaError as error:
         context = _home_context(request)

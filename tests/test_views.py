@@ -150,6 +150,19 @@ def test_a_new_lab_from_the_home_page_starts_and_opens(user_client: Client, sett
     assert not Lab.objects.filter(name="Too many").exists()
 
 
+def test_the_home_page_holds_a_person_to_the_apis_number_of_labs(
+    user_client: Client, settings: Settings
+) -> None:
+    settings.LAB_ZOOKEEPER = ""
+    settings.LAB_MAX_LABS_PER_PERSON = 1
+    assert user_client.post("/labs/new/", {"name": "First", "brokers": "1"}).status_code == 302
+    refused = user_client.post("/labs/new/", {"name": "Second", "brokers": "1"})
+    assert refused.status_code == 400
+    assert "POLICY_VIOLATION: " in refused.content.decode()
+    assert "has 1 labs already, the most one person may have" in refused.content.decode()
+    assert not Lab.objects.filter(name="Second").exists()
+
+
 def test_zookeeper_card_alone_for_htmx_refresh(
     user_client: Client, settings: Settings, zookeeper: str
 ) -> None:

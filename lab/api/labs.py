@@ -15,20 +15,16 @@ from ninja import Router, Status
 
 from lab import access
 from lab.api import driver
-from lab.api.errors import ERRORS, PolicyViolation
+from lab.api.errors import ERRORS
 from lab.api.schemas import LabDetailOut, LabIn, LabOut, MessageOut
 from lab.engine.errors import ZooKeeperNotAvailable
-from lab.labs import create_lab, labs_dir, live_of
+from lab.labs import check_lab_quota, create_lab, labs_dir, live_of
 from lab.models import Lab
 from lab.runtime import actions
 from lab.runtime.live import LiveLab
 from lab.runtime.manager import runtime
 
 router = Router(tags=["labs"])
-
-
-def max_labs() -> int:
-    return int(getattr(settings, "LAB_API_MAX_LABS_PER_USER", 10))
 
 
 def lab_out(lab: Lab, user: Any, live: LiveLab | None = None) -> dict[str, Any]:
@@ -63,10 +59,7 @@ def _create(user: Any, body: LabIn) -> Lab:
         owner = get_user_model().objects.filter(username=body.owner).first()
         if owner is None:
             raise Http404(f"There is no user {body.owner!r}.")
-    if Lab.objects.filter(owner=owner).count() >= max_labs():
-        raise PolicyViolation(
-            f"{owner.get_username()} has {max_labs()} labs already, the most one person may have; delete one first"
-        )
+    check_lab_quota(owner)
     return create_lab(owner, body.name, brokers=body.brokers, config=dict(body.config))
 
 

@@ -715,6 +715,8 @@ class Producer(_Client):
                 f"retrying after retry.backoff.ms={self.retry_backoff_ms}",
                 topic=batch.tp.topic,
                 partition=batch.tp.partition,
+                client=self.client_id,
+                error=error.name,
             )
         if error.name in (
             "NOT_LEADER_OR_FOLLOWER",
@@ -734,6 +736,8 @@ class Producer(_Client):
             f"{self.client_id}: {batch.record_count} record(s) to {batch.tp} failed: {error}",
             topic=batch.tp.topic,
             partition=batch.tp.partition,
+            client=self.client_id,
+            error=error.name,
         )
 
 

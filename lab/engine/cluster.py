@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import random
-import re
 import shutil
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
@@ -39,6 +38,7 @@ from lab.engine.errors import (
 from lab.engine.events import Event, Journal
 from lab.engine.ids import BrokerId, TopicPartition, kafka_uuid
 from lab.engine.ledger import Ledger
+from lab.engine.limits import BROKERS, validate_topic_name
 from lab.engine.metadata import paths
 from lab.engine.metadata.memory import MemoryStore
 from lab.engine.metadata.store import (
@@ -62,9 +62,7 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
 LAB_EPOCH_MS = 1_704_067_200_000  # 2024-01-01T00:00:00Z: virtual time zero unless told otherwise
-MAX_TOPIC_LENGTH = 249
 Isolation = Literal["zookeeper", "brokers", "clients"]
 ADMIN_SESSION_MS = 6_000  # the lab's admin client: Kafka's zookeeper.session.timeout.ms before 2.5
 WHILE_OUT = (
@@ -72,22 +70,6 @@ WHILE_OUT = (
     "ZooKeeper (topic and config changes, leader elections, ISR changes, a broker starting) waits until it "
     "answers again."
 )
-
-
-def validate_topic_name(name: str) -> None:
-    """Kafka's Topic.validate: the same rules, the same words."""
-    if not name:
-        raise InvalidTopic("Topic name is illegal, it can't be empty")
-    if name in (".", ".."):
-        raise InvalidTopic('Topic name cannot be "." or ".."')
-    if len(name) > MAX_TOPIC_LENGTH:
-        raise InvalidTopic(
-            f"Topic name is illegal, it can't be longer than {MAX_TOPIC_LENGTH} characters, topic name: {name}"
-        )
-    if not LEGAL_TOPIC.match(name):
-        raise InvalidTopic(
-            f"Topic name \"{name}\" is illegal, it contains a character other than ASCII alphanumerics, '.', '_' and '-'"
-        )
 
 
 # Kafka's internal topics (Topic.INTERNAL_TOPICS): their coordinators create them, with their own
@@ -194,8 +176,8 @@ class Cluster:
         into znodes; the engine reads no clock, so a live lab passes the time it starts and
         everything else gets a fixed epoch (a run stays the same from its seed).
         """
-        if not 1 <= brokers <= 12:
-            raise IllegalArgument(f"a lab cluster has 1 to 12 brokers, not {brokers}")
+        if not BROKERS.low <= brokers <= BROKERS.high:
+            raise IllegalArgument(f"a lab cluster has {BROKERS.low} to {BROKERS.high} brokers, not {brokers}")
         broker_config = BrokerConfig.of(config)
         scheduler = Scheduler(seed)
         if store is None:

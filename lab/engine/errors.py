@@ -195,6 +195,12 @@ class InvalidSessionTimeout(KafkaError):
     name = "INVALID_SESSION_TIMEOUT"
 
 
+class PolicyViolation(KafkaError):
+    """A request a policy refuses (Kafka's PolicyViolationException): here, the lab's own limits."""
+
+    name = "POLICY_VIOLATION"
+
+
 class OutOfOrderSequenceNumber(KafkaError):
     name = "OUT_OF_ORDER_SEQUENCE_NUMBER"
 

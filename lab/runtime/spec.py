@@ -14,12 +14,10 @@ from typing import TYPE_CHECKING, Any
 
 from lab.engine.config import CONSUMER_KEYS, validate_broker_config
 from lab.engine.errors import IllegalArgument
+from lab.engine.limits import BROKERS, CLOCK_RATE
 
 if TYPE_CHECKING:
     from lab.engine.cluster import Cluster
-
-MIN_RATE = 0.1
-MAX_RATE = 10.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -119,8 +117,8 @@ class LabSpec:
     ports: Mapping[int, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if not 1 <= self.brokers <= 12:
-            raise IllegalArgument(f"a lab has 1 to 12 brokers, not {self.brokers}")
+        if not BROKERS.low <= self.brokers <= BROKERS.high:
+            raise IllegalArgument(f"a lab has {BROKERS.low} to {BROKERS.high} brokers, not {self.brokers}")
         check_rate(self.rate)
         validate_broker_config(self.config)
 
@@ -170,9 +168,12 @@ class LabSpec:
 
 
 def check_rate(rate: float) -> float:
-    if not MIN_RATE - 1e-9 <= rate <= MAX_RATE + 1e-9:
-        raise IllegalArgument(f"the clock runs at {MIN_RATE:g}x to {MAX_RATE:g}x, not {rate:g}x")
-    return rate
+    try:
+        return CLOCK_RATE.check(rate)
+    except IllegalArgument:
+        raise IllegalArgument(
+            f"the clock runs at {CLOCK_RATE.low:g}x to {CLOCK_RATE.high:g}x, not {rate:g}x"
+        ) from None
 
 
 # The demo lab ``make run`` makes (lab/labs.py). Tests build the same lab on the memory store.

@@ -44,7 +44,7 @@ def test_bad_labs_are_refused_with_the_field_and_nothing_is_made(ada: Api) -> No
     assert bad["fields"][0]["field"] == "brokers"
     assert "less than or equal to 12" in bad["fields"][0]["problem"]
     error(ada.post("/labs", {"name": "x", "config": {"no.such.key": 1}}), 400, "INVALID_CONFIG")
-    error(ada.post("/labs", {"name": "   "}), 400, "ILLEGAL_ARGUMENT")
+    error(ada.post("/labs", {"name": "   "}), 400, "INVALID_REQUEST")
     typo = error(ada.post("/labs", {"name": "x", "broker": 3}), 400, "INVALID_REQUEST")
     assert typo["fields"][0]["field"] == "broker"
     error(ada.post("/labs", ["not", "an", "object"]), 400, "INVALID_REQUEST")
@@ -52,7 +52,7 @@ def test_bad_labs_are_refused_with_the_field_and_nothing_is_made(ada: Api) -> No
 
 
 def test_a_person_has_a_limited_number_of_labs(ada: Api, settings: Settings) -> None:
-    settings.LAB_API_MAX_LABS_PER_USER = 1
+    settings.LAB_MAX_LABS_PER_PERSON = 1
     ok(ada.post("/labs", {"name": "One", "brokers": 1}), 201)
     refused = error(ada.post("/labs", {"name": "Two", "brokers": 1}), 409, "POLICY_VIOLATION")
     assert "delete one first" in refused["message"]
