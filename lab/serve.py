@@ -21,7 +21,6 @@ import os
 import signal
 import socket
 import sys
-from pathlib import Path
 from types import FrameType
 
 from lab.zookeeper_server import (
@@ -78,6 +77,16 @@ def _finish_pending_tasks() -> None:
         loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
     loop.run_until_complete(loop.shutdown_asyncgens())
     loop.close()
+
+
+def _database() -> str:
+    """Which database the lab uses, in words (DATABASE_URL's password left out)."""
+    from django.db import connection
+
+    db = connection.settings_dict
+    if connection.vendor == "postgresql":
+        return f"PostgreSQL {db['NAME']} on {db['HOST'] or 'the local socket'}{':' + db['PORT'] if db['PORT'] else ''}"
+    return f"SQLite {db['NAME']} (WAL)"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -145,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
 
         django.setup()
         call_command("migrate", interactive=False, verbosity=0)
-        _say(f"Database: {Path(data_dir) / 'db.sqlite3'} (migrated)")
+        _say(f"Database: {_database()} (migrated)")
 
         from lab import labs
 

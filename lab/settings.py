@@ -16,7 +16,7 @@ Driven by the environment where it matters:
   no secure-only cookies: a classroom LAN has no TLS; put a TLS proxy in front for anything else).
 
 Production (see README, "Production settings"): ``DATABASE_URL`` (``postgres://...``, needs the
-``postgres`` extra; default SQLite in ``LAB_DATA_DIR``), ``REDIS_URL`` (channels' Redis layer, the
+``postgres`` extra; default SQLite in ``LAB_DATA_DIR``, in WAL mode), ``REDIS_URL`` (channels' Redis layer, the
 ``redis`` extra; default in-memory), ``DJANGO_CSRF_TRUSTED_ORIGINS``, ``DJANGO_BEHIND_PROXY``,
 ``DJANGO_SSL_REDIRECT``, ``DJANGO_SECURE_COOKIES``, ``DJANGO_HSTS_SECONDS``,
 ``DJANGO_HSTS_INCLUDE_SUBDOMAINS``, ``DJANGO_HSTS_PRELOAD``: with DEBUG off, HTTPS is the default
@@ -71,6 +71,22 @@ def _needs(module: str, extra: str, variable: str) -> None:
         )
 
 
+# SQLite in WAL mode: readers never wait for the writer, nor the writer for readers (a lab's pages
+# read while its driver thread saves). A writer waits up to 20 s for another instead of failing at
+# once. Transactions begin IMMEDIATE, taking the write lock at BEGIN: in WAL mode a transaction that
+# reads and then writes fails with "database is locked" if another writer committed in between, which
+# waiting cannot cure; one that holds the lock from the start never meets that.
+SQLITE_OPTIONS: dict[str, Any] = {
+    "init_command": "PRAGMA journal_mode=WAL",
+    "transaction_mode": "IMMEDIATE",
+    "timeout": 20,  # seconds: sqlite3's busy timeout
+}
+
+
+def sqlite_database(path: str | Path) -> dict[str, Any]:
+    return {"ENGINE": "django.db.backends.sqlite3", "NAME": path, "OPTIONS": dict(SQLITE_OPTIONS)}
+
+
 def database_from_url(url: str) -> dict[str, Any]:
     """Django's DATABASES entry for ``postgres://user:password@host:port/name?sslmode=require``
     (``postgresql://`` too) or ``sqlite:///relative/path`` / ``sqlite:////absolute/path``."""
@@ -96,7 +112,7 @@ def database_from_url(url: str) -> dict[str, Any]:
             raise ImproperlyConfigured(
                 "DATABASE_URL for SQLite is sqlite:///relative/path or sqlite:////absolute/path"
             )
-        return {"ENGINE": "django.db.backends.sqlite3", "NAME": path}
+        return sqlite_database(path)
     raise ImproperlyConfigured(
         f"DATABASE_URL must start with postgres:// or sqlite:///, not {parts.scheme!r}"
     )
@@ -229,12 +245,7 @@ if REDIS_URL:
         "default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [REDIS_URL]}}
     }
 
-DATABASES = {
-    "default": {
-        "ENGINE": "django.db.backends.sqlite3",
-        "NAME": LAB_DATA_DIR / "db.sqlite3",
-    }
-}
+DATABASES = {"default": sqlite_database(LAB_DATA_DIR / "db.sqlite3")}
 DATABASE_URL = os.environ.get("DATABASE_URL", "").strip()
 if DATABASE_URL:
     _database = database_from_url(DATABASE_URL)
