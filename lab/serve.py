@@ -162,7 +162,12 @@ def main(argv: list[str] | None = None) -> int:
         demo = labs.ensure_demo_lab(user)
         started = labs.boot()
         labs_started = True
-        _say(f"Labs: {', '.join(live.slug for live in started)} (the demo lab is /labs/{demo.slug}/)")
+        where = (
+            f"the demo lab is /labs/{demo.slug}/"
+            if demo is not None
+            else "no demo lab: see the warning above"
+        )
+        _say(f"Labs: {', '.join(live.slug for live in started)} ({where})")
         _say(
             f"Log in as {user.get_username()} with password {password} "
             f"(kept in {data_dir / labs.DEMO_PASSWORD_FILE})"

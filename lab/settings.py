@@ -15,9 +15,12 @@ Driven by the environment where it matters:
   allowed hosts (``DJANGO_ALLOWED_HOSTS`` adds more), and it stays plain HTTP (no https redirect,
   no secure-only cookies: a classroom LAN has no TLS; put a TLS proxy in front for anything else).
 
+Limits (see README, "Limits"): ``LAB_MAX_LABS_PER_USER`` (10), ``LAB_MAX_LABS_PER_INSTRUCTOR`` (20),
+``LAB_MAX_LIVE_LABS`` (40), enforced by ``lab.limits`` on every path that makes a lab.
+
 Production (see README, "Production settings"): ``DATABASE_URL`` (``postgres://...``, needs the
-``postgres`` extra; default SQLite in ``LAB_DATA_DIR``, in WAL mode), ``REDIS_URL`` (channels' Redis layer, the
-``redis`` extra; default in-memory), ``DJANGO_CSRF_TRUSTED_ORIGINS``, ``DJANGO_BEHIND_PROXY``,
+``postgres`` extra; default SQLite in ``LAB_DATA_DIR``, in WAL mode), ``REDIS_URL`` (channels'
+Redis layer, the ``redis`` extra; default in-memory), ``DJANGO_CSRF_TRUSTED_ORIGINS``, ``DJANGO_BEHIND_PROXY``,
 ``DJANGO_SSL_REDIRECT``, ``DJANGO_SECURE_COOKIES``, ``DJANGO_HSTS_SECONDS``,
 ``DJANGO_HSTS_INCLUDE_SUBDOMAINS``, ``DJANGO_HSTS_PRELOAD``: with DEBUG off, HTTPS is the default
 everywhere and ``manage.py check --deploy`` passes.
@@ -58,6 +61,13 @@ def _env_int(name: str, default: int) -> int:
         return int(value)
     except ValueError:
         raise ImproperlyConfigured(f"{name} must be a whole number, not {value!r}") from None
+
+
+def _env_at_least_one(name: str, default: int) -> int:
+    value = _env_int(name, default)
+    if value < 1:
+        raise ImproperlyConfigured(f"{name} must be 1 or more, not {value}")
+    return value
 
 
 def _env_list(name: str, default: str = "") -> list[str]:
@@ -123,6 +133,13 @@ LAB_ZOOKEEPER = os.environ.get("LAB_ZOOKEEPER", "").strip()
 # Set by lab.serve when it started the ZooKeeper itself: where its config and log are.
 LAB_ZOOKEEPER_MANAGED_DIR = os.environ.get("LAB_ZOOKEEPER_MANAGED_DIR", "").strip()
 LAB_KAFKA_VERSION = "Kafka 3.x in ZooKeeper mode"
+
+# How many labs a person and the server may have (lab/limits.py). Every lab runs (make run starts them
+# all), so the server cap is what one lab process on a 2-core machine serves without stalling; later
+# it becomes per worker. Instructors prepare a demo per lesson and try exercises and scenarios first.
+LAB_MAX_LABS_PER_USER = _env_at_least_one("LAB_MAX_LABS_PER_USER", 10)
+LAB_MAX_LABS_PER_INSTRUCTOR = _env_at_least_one("LAB_MAX_LABS_PER_INSTRUCTOR", 20)
+LAB_MAX_LIVE_LABS = _env_at_least_one("LAB_MAX_LIVE_LABS", 40)
 
 # Where lab.serve listens: on another machine's reach (not loopback) the lab serves a class.
 LAB_LISTEN = parse_listen(os.environ.get(LISTEN_ENV_VAR, ""))

@@ -76,6 +76,7 @@ ROUTES: dict[str, Route] = {
     "lab-new": Route(LOGIN, "POST"),
     "lab": Route(LAB_VIEW),
     "lab-act": Route(LAB_ACT, "POST", {"action": "heal"}),
+    "lab-delete": Route(LAB_ACT, "POST"),
     "zookeeper-status": Route(LOGIN),
     # lab/accounts
     "account": Route(LOGIN),

@@ -151,6 +151,35 @@ def test_loopback_development_keeps_debug_and_the_operator_decides(tmp_path: Pat
     assert asked["debug"] is True
 
 
+_LIMITS = (
+    "import json, lab.settings as s; "
+    "print(json.dumps([s.LAB_MAX_LABS_PER_USER, s.LAB_MAX_LABS_PER_INSTRUCTOR, s.LAB_MAX_LIVE_LABS]))"
+)
+
+
+def _limits(**env: str) -> subprocess.CompletedProcess[str]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("LAB_", "DJANGO_"))}
+    return subprocess.run(
+        [sys.executable, "-c", _LIMITS],
+        cwd=REPO,
+        env={**clean, **env},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+def test_lab_limits_have_defaults_and_come_from_the_environment() -> None:
+    assert json.loads(_limits().stdout) == [10, 20, 40]
+    changed = _limits(LAB_MAX_LABS_PER_USER="3", LAB_MAX_LABS_PER_INSTRUCTOR="5", LAB_MAX_LIVE_LABS="80")
+    assert json.loads(changed.stdout) == [3, 5, 80]
+    assert "LAB_MAX_LIVE_LABS must be 1 or more, not 0" in _limits(LAB_MAX_LIVE_LABS="0").stderr
+    assert (
+        "LAB_MAX_LABS_PER_USER must be a whole number, not 'many'"
+        in _limits(LAB_MAX_LABS_PER_USER="many").stderr
+    )
+
+
 def test_the_database_made_by_migrate_is_sqlite_in_wal_mode(tmp_path: Path) -> None:
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("LAB_", "DJANGO_", "DATABASE_URL"))}
     done = subprocess.run(

@@ -19,14 +19,9 @@ from ninja.errors import AuthenticationError, HttpError, ValidationError
 
 from lab.engine import errors as kafka
 from lab.engine.errors import KafkaError
+from lab.limits import PolicyViolation as PolicyViolation  # the lab's limits (labs, runs): 409
 
 log = logging.getLogger(__name__)
-
-
-class PolicyViolation(KafkaError):
-    """A request the lab's own limits refuse (Kafka's PolicyViolationException): too many labs or runs."""
-
-    name = "POLICY_VIOLATION"
 
 
 class NotFound(KafkaError):

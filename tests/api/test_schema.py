@@ -40,7 +40,7 @@ def _keep_the_tests_connection() -> None:
 @pytest.fixture
 def quiet_wsgi(monkeypatch: pytest.MonkeyPatch, settings: Settings) -> Iterator[None]:
     _keep_the_tests_connection()
-    settings.LAB_API_MAX_LABS_PER_USER = 3  # generated labs are real clusters: a few at most
+    settings.LAB_MAX_LABS_PER_USER = 3  # generated labs are real clusters: a few at most
     monkeypatch.setattr(driver, "SETTLE_S", 0.3)  # a killed cluster leaves produces pending: do not wait long
     try:
         yield
