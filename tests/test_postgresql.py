@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import pwd
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -20,7 +21,7 @@ import psycopg
 import pytest
 
 from tests.postgres_server import DATABASE, ManagedPostgres
-from tests.processes import alive, group_members
+from tests.processes import alive, group_members, wait_until
 
 pytestmark = pytest.mark.postgresql
 
@@ -169,3 +170,29 @@ def test_the_throwaway_server_runs_unprivileged_on_loopback_and_leaves_nothing_b
     assert group_members(pid) == []
     assert not base.exists()
     server.stop()  # twice is fine
+
+
+def test_the_throwaway_server_dies_with_the_test_run(tmp_path: Path) -> None:
+    """Even when the run is killed outright (no atexit, no stop): the kernel tells the server."""
+    started = tmp_path / "started"
+    code = (
+        "import sys, time; from pathlib import Path; from tests.postgres_server import ManagedPostgres; "
+        "s = ManagedPostgres(); s.start(timeout_s=120); "
+        "Path(sys.argv[1] + '.new').write_text(f'{s.pid} {s.base_dir}'); Path(sys.argv[1] + '.new').rename(sys.argv[1]); "
+        "time.sleep(600)"
+    )
+    run = subprocess.Popen([sys.executable, "-c", code, str(started)], cwd=REPO)
+    try:
+        assert wait_until(started.exists, 120)
+        pid = int(started.read_text().split(" ", 1)[0])
+        assert alive(pid)
+        run.kill()
+        run.wait(10)
+        assert wait_until(lambda: not alive(pid) and group_members(pid) == [], 30)
+    finally:
+        run.kill()
+        run.wait(10)
+        if started.exists():
+            shutil.rmtree(
+                started.read_text().split(" ", 1)[1], ignore_errors=True
+            )  # what stop() would remove
