@@ -45,6 +45,9 @@ class Limits:
     per_instructor: int
     live: int
 
+    def per_person(self, *, instructor: bool) -> int:
+        return self.per_instructor if instructor else self.per_student
+
 
 def current() -> Limits:
     return Limits(
@@ -131,16 +134,11 @@ class Standing:
         return self.server_labs >= self.server_most
 
 
-def most_for(owner: Any, limits: Limits | None = None) -> int:
-    limits = limits or current()
-    return limits.per_instructor if is_instructor(owner) else limits.per_student
-
-
 def standing(user: Any) -> Standing:
     limits = current()
     return Standing(
         has=Lab.objects.filter(owner=user).count(),
-        most=most_for(user, limits),
+        most=limits.per_person(instructor=is_instructor(user)),
         server_labs=Lab.objects.count(),
         server_most=limits.live,
     )
@@ -157,7 +155,7 @@ def take_a_place(owner: Any, using: str = "default") -> None:
     _one_maker_at_a_time(using)
     limits = current()
     instructor = is_instructor(owner)
-    most = limits.per_instructor if instructor else limits.per_student
+    most = limits.per_person(instructor=instructor)
     # The person's own limit first: it is the one they can do something about.
     has = Lab.objects.using(using).filter(owner=owner).count()
     if has >= most:
