@@ -76,6 +76,7 @@ ROUTES: dict[str, Route] = {
     "lab-new": Route(LOGIN, "POST"),
     "lab": Route(LAB_VIEW),
     "lab-act": Route(LAB_ACT, "POST", {"action": "heal"}),
+    "lab-delete": Route(LAB_ACT, "POST"),
     "zookeeper-status": Route(LOGIN),
     # lab/accounts
     "account": Route(LOGIN),
@@ -485,6 +486,9 @@ def _ws(path: str, client: Client | None) -> tuple[bool, int | None]:
     return result
 
 
+# Channels closes the database connection around each of a consumer's queries, which would end a
+# test's own transaction: this test's rows are committed instead.
+@pytest.mark.django_db(transaction=True)
 def test_the_websocket_checks_who_asks(world: World) -> None:
     assert WEBSOCKETS == {"lab-ws": LAB_VIEW}
     path = f"/ws/labs/{world.lab.slug}/"

@@ -51,11 +51,35 @@ def test_bad_labs_are_refused_with_the_field_and_nothing_is_made(ada: Api) -> No
     assert not Lab.objects.exists()
 
 
-def test_a_person_has_a_limited_number_of_labs(ada: Api, settings: Settings) -> None:
-    settings.LAB_MAX_LABS_PER_PERSON = 1
+def test_a_person_has_a_limited_number_of_labs(ada: Api, teacher: Api, settings: Settings) -> None:
+    settings.LAB_MAX_LABS_PER_USER = 1
     ok(ada.post("/labs", {"name": "One", "brokers": 1}), 201)
     refused = error(ada.post("/labs", {"name": "Two", "brokers": 1}), 409, "POLICY_VIOLATION")
-    assert "delete one first" in refused["message"]
+    assert refused["message"] == (
+        "ada has 1 lab already, the most a student may have (LAB_MAX_LABS_PER_USER); delete one first."
+    )
+    # A lab an instructor makes for Ada counts for Ada.
+    for_ada = error(
+        teacher.post("/labs", {"name": "For Ada", "brokers": 1, "owner": "ada"}), 409, "POLICY_VIOLATION"
+    )
+    assert for_ada["message"].startswith("ada has 1 lab already")
+    assert Lab.objects.count() == 1
+    # An instructor's own limit is higher.
+    ok(teacher.post("/labs", {"name": "Demo one", "brokers": 1}), 201)
+    ok(teacher.post("/labs", {"name": "Demo two", "brokers": 1}), 201)
+    # Deleting makes room.
+    assert ada.delete("/labs/one").status_code == 204
+    ok(ada.post("/labs", {"name": "Two", "brokers": 1}), 201)
+
+
+def test_a_full_server_refuses_a_new_lab_for_anyone(ada: Api, teacher: Api, settings: Settings) -> None:
+    settings.LAB_MAX_LIVE_LABS = 1
+    ok(ada.post("/labs", {"name": "One", "brokers": 1}), 201)
+    for who in (ada, teacher):
+        full = error(who.post("/labs", {"name": "Two", "brokers": 1}), 409, "POLICY_VIOLATION")
+        assert full["message"] == (
+            "The class server is full (1 lab running, the most it takes: LAB_MAX_LIVE_LABS); ask your instructor."
+        )
     assert Lab.objects.count() == 1
 
 

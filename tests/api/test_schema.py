@@ -34,12 +34,18 @@ pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("stop_labs")]
 EXAMPLES = 40
 
 
-@pytest.fixture
-def quiet_wsgi(monkeypatch: pytest.MonkeyPatch, settings: Settings) -> Iterator[None]:
-    # As Django's test client does: a request's end must not close the test's database connection.
+def _keep_the_tests_connection() -> None:
+    """As Django's test client does: a request's start and end must not close the test's database
+    connection (on a file database, closing it ends the test's transaction). Django's test client
+    connects the hooks again after each of its own requests, so this runs before each generated one."""
     request_started.disconnect(close_old_connections)
     request_finished.disconnect(close_old_connections)
-    settings.LAB_MAX_LABS_PER_PERSON = 3  # generated labs are real clusters: a few at most
+
+
+@pytest.fixture
+def quiet_wsgi(monkeypatch: pytest.MonkeyPatch, settings: Settings) -> Iterator[None]:
+    _keep_the_tests_connection()
+    settings.LAB_MAX_LABS_PER_USER = 3  # generated labs are real clusters: a few at most
     monkeypatch.setattr(driver, "SETTLE_S", 0.3)  # a killed cluster leaves produces pending: do not wait long
     try:
         yield
@@ -85,6 +91,7 @@ def test_no_generated_request_is_a_server_error(case: Any, ada: Api, audit: Lab)
         auth = {}  # the case is about its headers (the token among them): send them as generated
     else:
         auth = {"Authorization": f"Bearer {ada.secret}"}
+    _keep_the_tests_connection()
     response = case.call(headers=auth)
     excluded: list[Any] = []
     if len(response.request.body or b"") > django_settings.DATA_UPLOAD_MAX_MEMORY_SIZE:
