@@ -29,29 +29,25 @@ def _producer(bootstrap: str) -> Any:
 
 
 def produce_confluent(bootstrap: str, records: int) -> dict[str, Any]:
+    """Send ``records`` and wait for every acknowledgement. No callback per record: a Python call
+    per delivery report would make the client, not the lab, what is measured; the lab checks
+    afterwards that every record is in its logs."""
     producer = _producer(bootstrap)
-    failed: list[str] = []
-
-    def delivered(error: Any, _message: Any) -> None:
-        if error is not None:
-            failed.append(str(error))
-
     for i in range(99):  # a connection to each partition's leader
         producer.produce(WARMUP_TOPIC, VALUE, partition=i % 3)
     if producer.flush(30):
         raise RuntimeError("the warm-up records were not acknowledged within 30 s")
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     for _ in range(records):
         while True:
             try:
-                producer.produce(TOPIC, VALUE, on_delivery=delivered)
+                producer.produce(TOPIC, VALUE)
                 break
-            except BufferError:  # librdkafka's queue is full: serve delivery reports, then retry
-                producer.poll(0.005)
-        producer.poll(0)
+            except BufferError:  # librdkafka's queue is full: let it drain a little
+                producer.poll(0.001)
     left = producer.flush(120)
     elapsed = time.perf_counter() - start
-    return {"elapsed_s": elapsed, "undelivered": left, "failed": failed[:3], "errors": len(failed)}
+    return {"elapsed_s": elapsed, "cpu_s": time.process_time() - cpu, "undelivered": left}
 
 
 def round_trips_confluent(bootstrap: str, samples: int) -> dict[str, Any]:
@@ -104,19 +100,19 @@ def group_kafka_python(
         finally:
             consumer.close()
 
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     for _ in range(members):
         thread = threading.Thread(target=run_member, daemon=True)
         thread.start()
         threads.append(thread)
     finished = done.wait(timeout_s)
-    elapsed = time.perf_counter() - start
+    elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
     done.set()
     for thread in threads:
         thread.join(30)
     if not finished:
         raise RuntimeError(f"the group read {positions} of {ends_of} in {timeout_s} s")
-    return {"elapsed_s": elapsed, "read": read[0], "first_record_s": first[0] - start}
+    return {"elapsed_s": elapsed, "cpu_s": cpu, "read": read[0], "first_record_s": first[0] - start}
 
 
 def round_trips_echo(port: int, samples: int) -> dict[str, Any]:

@@ -45,6 +45,9 @@ def test_quick_run_prints_one_well_formed_line_per_figure(capsys: pytest.Capture
             figure["records_per_s"] / figure["baseline_records_per_s"], abs=0.002
         )
         assert figure["target_ratio"] == 0.25
+        assert figure["elapsed_s"] > 0
+        assert figure["client_cpu_s"] > 0
+        assert figure["lab_cpu_s"] > 0
 
     trip = figures["wire_round_trip"]
     assert trip["samples"] == 200
