@@ -592,6 +592,9 @@ class LiveLab:
         target = self.clock.target()
         now = cluster.now_ms
         if target <= now:
+            # What is due now still runs: a client's request that just arrived must not wait for
+            # the wall clock's next millisecond and the driver's next tick.
+            cluster.run_until(now, pace=False)
             return
         if target - now > MAX_FRAME_MS:
             # More work than a frame holds (or the thread was held up): run a frame's worth, then

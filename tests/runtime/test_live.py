@@ -146,6 +146,23 @@ def test_pause_stops_virtual_time_and_step_moves_it(lab: LiveLab, wall: FakeWall
         lab.act("clock-step", {"events": "1"}).result(10)
 
 
+def test_work_a_listener_posts_runs_in_the_virtual_millisecond_it_arrives(lab: LiveLab) -> None:
+    # A client's request lands at the engine's current time: it is answered at once, not after the
+    # wall clock's next millisecond and the driver's next tick (up to 20 ms more for every request).
+    # The wall stands still here, so virtual time cannot move on.
+    ran = threading.Event()
+    at: list[int] = []
+
+    def arrive() -> None:
+        cluster = lab.cluster
+        cluster.scheduler.call_soon(lambda: (at.append(cluster.now_ms), ran.set()))
+
+    before = now_ms(lab)
+    lab.post(arrive)
+    assert ran.wait(10), "the work due now never ran"
+    assert at == [before]
+
+
 def test_produce_answers_once_the_records_are_acknowledged(lab: LiveLab, wall: FakeWall) -> None:
     future = lab.act("produce", {"topic": "orders", "count": "5", "key": "k", "acks": "all"})
     while not future.done():  # acks=all needs engine time: let the wall move
