@@ -1,6 +1,7 @@
 # Kafka Lab.  `make run` serves the lab at http://127.0.0.1:8000; `make test` checks everything.
-# Both install what is missing on Debian (ZooKeeper and Java, Chromium for the browser tests,
-# a virtual environment in .venv) and do nothing more on a second run.
+# Both install what is missing on Debian (ZooKeeper and Java; Chromium for the browser tests,
+# PostgreSQL for the database tests and kcat for the wire tests; a virtual environment in .venv) and do
+# nothing more on a second run.
 
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -15,6 +16,8 @@ VENV := .venv
 STAMP := $(VENV)/.installed
 ZOOKEEPER_JAR := /usr/share/java/zookeeper.jar
 CHROMIUM := /usr/bin/chromium
+POSTGRES_INITDB := /usr/lib/postgresql/*/bin/initdb
+KCAT := /usr/bin/kcat
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 # `$(APT_INSTALL) pkg...`: apt-get install, refreshing the package lists first only when there are
@@ -26,7 +29,7 @@ APT_INSTALL = apt_install() { \
 	    || { $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q --no-install-recommends "$$@"; }; \
 	}; apt_install
 
-.PHONY: help run test lint typecheck pytest browser-tests system-zookeeper system-chromium clean
+.PHONY: help run test lint typecheck pytest browser-tests system-zookeeper system-chromium system-postgresql system-kcat clean
 
 help:
 	@echo "make run    serve the lab at http://$(HOST):$(PORT) with a managed ZooKeeper (Ctrl-C stops all)"
@@ -36,7 +39,7 @@ help:
 run: system-zookeeper $(STAMP)
 	$(VENV)/bin/python -m lab.serve --host $(HOST) --port $(PORT)
 
-test: system-zookeeper system-chromium $(STAMP)
+test: system-zookeeper system-chromium system-postgresql system-kcat $(STAMP)
 	$(MAKE) --no-print-directory lint typecheck pytest browser-tests
 
 lint: $(STAMP)
@@ -64,6 +67,20 @@ system-chromium:
 	@if [ ! -x $(CHROMIUM) ]; then \
 	  echo "Installing Debian's chromium for the browser tests..."; \
 	  $(APT_INSTALL) chromium; \
+	fi
+
+# The tests start their own throwaway server from these binaries (tests/postgres_server.py), as the
+# postgres user when run as root; Debian's own cluster is not used.
+system-postgresql:
+	@if ! compgen -G '$(POSTGRES_INITDB)' >/dev/null; then \
+	  echo "Installing Debian's postgresql for the database tests..."; \
+	  $(APT_INSTALL) postgresql; \
+	fi
+
+system-kcat:
+	@if [ ! -x $(KCAT) ]; then \
+	  echo "Installing Debian's kcat for the wire tests..."; \
+	  $(APT_INSTALL) kcat; \
 	fi
 
 $(VENV)/bin/python:

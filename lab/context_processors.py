@@ -1,4 +1,5 @@
-"""What every template may ask: is the person looking an instructor? (Set by RoleMiddleware.)"""
+"""What every template may ask: is the person looking an instructor? (Set by RoleMiddleware.) And the lab's
+limits, so a form's ``max`` and ``maxlength`` are the ones the server checks."""
 
 from __future__ import annotations
 
@@ -7,9 +8,15 @@ from typing import Any
 
 from django.http import HttpRequest, HttpResponse
 
+from lab.engine import limits as lab_limits
+
 
 def people(request: HttpRequest) -> dict[str, Any]:
     return {"is_instructor": bool(getattr(request, "is_instructor", False))}
+
+
+def limits(request: HttpRequest) -> dict[str, Any]:
+    return {"limits": lab_limits}
 
 
 class RoleMiddleware:

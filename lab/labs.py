@@ -11,6 +11,7 @@ import logging
 import os
 import re
 import secrets
+import shutil
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,15 +19,26 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.db import transaction
 from django.template.loader import render_to_string
 from django.utils.text import slugify
 
+from lab import limits as lab_limits
+from lab.engine import limits
 from lab.engine.config import validate_broker_config
-from lab.engine.errors import IllegalArgument
+from lab.engine.errors import IllegalArgument, PolicyViolation, ZooKeeperNotAvailable
 from lab.models import Lab
 from lab.runtime.live import LiveLab
 from lab.runtime.manager import runtime
-from lab.runtime.spec import ClientSpec, LabSpec, TopicSpec
+from lab.runtime.spec import (
+    DEMO_BROKERS,
+    DEMO_CLIENTS,
+    DEMO_CONFIG,
+    DEMO_TOPICS,
+    ClientSpec,
+    LabSpec,
+    TopicSpec,
+)
 from lab.visuals.frame import plog_key
 from lab.zookeeper_server import INSTALL_HINT, zookeeper_status
 
@@ -135,34 +147,65 @@ def create_lab(
     clients: Iterable[ClientSpec] = (),
     rate: float = 1.0,
 ) -> Lab:
-    """A new lab row (checked: a bad broker count or config is refused and nothing is created)."""
+    """A new lab row: the one way a lab is made, so every path meets the same checks.
+
+    A bad name, broker count or config is refused (``IllegalArgument``, ``InvalidConfig``), and so is a
+    lab beyond the owner's or the server's limit (``lab.limits``: ``TooManyLabs``, ``ServerFull``, both
+    ``POLICY_VIOLATION``); then nothing is created. The counts, the slug and the row are one
+    transaction, so two requests at once cannot both take the last place or the same slug.
+    """
     name = name.strip()
     if not name:
         raise IllegalArgument("a lab needs a name")
-    if len(name) > 100:
-        raise IllegalArgument("a lab's name has at most 100 characters")
+    limits.LAB_NAME.check(name)  # the API's schema says the same
     clean = validate_broker_config(config or {})
-    slug = unique_slug(name)
-    spec = LabSpec(
-        slug=slug,
-        name=name,
-        data_dir=str(labs_dir() / slug),
-        chroot=f"{CHROOT_PREFIX}/{instance_id()}/{slug}",
-        brokers=brokers,
-        config=clean,
-        rate=rate,
-        topics=tuple(topics),
-        clients=tuple(clients),
-    )
-    return Lab.objects.create(
-        name=name,
-        slug=slug,
-        owner=owner,
-        brokers=brokers,
-        settings=spec.settings(),
-        data_dir=spec.data_dir,
-        zookeeper_chroot=spec.chroot,
-    )
+    chroot_base = f"{CHROOT_PREFIX}/{instance_id()}"
+    with transaction.atomic():
+        lab_limits.take_a_place(owner)
+        slug = unique_slug(name)
+        spec = LabSpec(
+            slug=slug,
+            name=name,
+            data_dir=str(labs_dir() / slug),
+            chroot=f"{chroot_base}/{slug}",
+            brokers=brokers,
+            config=clean,
+            rate=rate,
+            topics=tuple(topics),
+            clients=tuple(clients),
+        )
+        return Lab.objects.create(
+            name=name,
+            slug=slug,
+            owner=owner,
+            brokers=brokers,
+            settings=spec.settings(),
+            data_dir=spec.data_dir,
+            zookeeper_chroot=spec.chroot,
+        )
+
+
+def delete_lab_data(lab: Lab) -> None:
+    """Stop the lab, then remove its logs and its ZooKeeper chroot (the caller deletes the row after).
+    Not while ZooKeeper is out: its znodes must go with it (ZOOKEEPER_NOT_AVAILABLE, nothing deleted)."""
+    running = runtime.get(lab.slug)
+    if running is not None and running.zookeeper_outage:
+        raise ZooKeeperNotAvailable(
+            f"{running.zookeeper_outage}; the lab cannot be deleted until it answers (its znodes go with it)"
+        )
+    runtime.stop(lab.slug)
+    data = Path(lab.data_dir).resolve()
+    if data.is_relative_to(labs_dir().resolve()) and data.exists():
+        shutil.rmtree(data, ignore_errors=True)
+    hosts: str = settings.LAB_ZOOKEEPER
+    if hosts and lab.zookeeper_chroot and store_for_labs().zookeeper:
+        from lab.engine.metadata.zookeeper import ZooKeeperStore
+
+        store = ZooKeeperStore(hosts, chroot=lab.zookeeper_chroot)
+        try:
+            store.delete_chroot()
+        finally:
+            store.close()
 
 
 # ---------------------------------------------------------------------------- the runtime
@@ -241,6 +284,8 @@ class TemplateRenderer:
             ctx["tip"] = index.tip if index is not None else {}  # type: ignore[attr-defined]
         if key == "clients":
             ctx["stats"] = views.get("client-stats")
+        if key == "cluster-map":
+            ctx["sessions"] = views.get("sessions")
         return ctx
 
     def fragment(self, key: str, views: Mapping[str, object]) -> str:
@@ -298,32 +343,27 @@ def ensure_demo_user() -> tuple[Any, str]:
     return user, password
 
 
-def ensure_demo_lab(owner: Any) -> Lab:
-    """The demo lab: 3 brokers, topic orders (3 partitions, RF 3), a producer and a consumer group."""
+def ensure_demo_lab(owner: Any) -> Lab | None:
+    """The demo lab: 3 brokers, topic orders (3 partitions, RF 3), a producer and a consumer group.
+
+    None (and the reason logged) when a limit refuses it: the lab serves on without it.
+    """
     lab = Lab.objects.filter(slug=DEMO_LAB).first()
     if lab is not None:
         return lab
+    try:
+        return _make_demo_lab(owner)
+    except PolicyViolation as refused:
+        log.warning("The demo lab was not made: %s", refused.message)
+        return None
+
+
+def _make_demo_lab(owner: Any) -> Lab:
     return create_lab(
         owner,
         "Demo",
-        brokers=3,
-        config={"zookeeper.session.timeout.ms": "3000"},
-        topics=[
-            TopicSpec(name="orders", partitions=3, replication_factor=3, config={"min.insync.replicas": "2"})
-        ],
-        clients=[
-            ClientSpec(kind="producer", name="checkout", topics=("orders",), rate_per_s=5, acks="all"),
-            # A 6 s session (Kafka's default is 45 s), so a crash shows as a rebalance while a class watches.
-            *(
-                ClientSpec(
-                    kind="consumer",
-                    name=f"billing-{n}",
-                    topics=("orders",),
-                    group="billing",
-                    processing_ms=50,
-                    session_timeout_ms=6000,
-                )
-                for n in (1, 2)
-            ),
-        ],
+        brokers=DEMO_BROKERS,
+        config=DEMO_CONFIG,
+        topics=DEMO_TOPICS,
+        clients=DEMO_CLIENTS,
     )

@@ -21,7 +21,6 @@ import os
 import signal
 import socket
 import sys
-from pathlib import Path
 from types import FrameType
 
 from lab.zookeeper_server import (
@@ -78,6 +77,16 @@ def _finish_pending_tasks() -> None:
         loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
     loop.run_until_complete(loop.shutdown_asyncgens())
     loop.close()
+
+
+def _database() -> str:
+    """Which database the lab uses, in words (DATABASE_URL's password left out)."""
+    from django.db import connection
+
+    db = connection.settings_dict
+    if connection.vendor == "postgresql":
+        return f"PostgreSQL {db['NAME']} on {db['HOST'] or 'the local socket'}{':' + db['PORT'] if db['PORT'] else ''}"
+    return f"SQLite {db['NAME']} (WAL)"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -146,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
 
         django.setup()
         call_command("migrate", interactive=False, verbosity=0)
-        _say(f"Database: {Path(data_dir) / 'db.sqlite3'} (migrated)")
+        _say(f"Database: {_database()} (migrated)")
 
         from lab import labs
 
@@ -154,7 +163,12 @@ def main(argv: list[str] | None = None) -> int:
         demo = labs.ensure_demo_lab(user)
         started = labs.boot()
         labs_started = True
-        _say(f"Labs: {', '.join(live.slug for live in started)} (the demo lab is /labs/{demo.slug}/)")
+        where = (
+            f"the demo lab is /labs/{demo.slug}/"
+            if demo is not None
+            else "no demo lab: see the warning above"
+        )
+        _say(f"Labs: {', '.join(live.slug for live in started)} ({where})")
         _say(
             f"Log in as {user.get_username()} with password {password} "
             f"(kept in {data_dir / labs.DEMO_PASSWORD_FILE})"

@@ -15,9 +15,12 @@ Driven by the environment where it matters:
   allowed hosts (``DJANGO_ALLOWED_HOSTS`` adds more), and it stays plain HTTP (no https redirect,
   no secure-only cookies: a classroom LAN has no TLS; put a TLS proxy in front for anything else).
 
+Limits (see README, "Limits"): ``LAB_MAX_LABS_PER_USER`` (10), ``LAB_MAX_LABS_PER_INSTRUCTOR`` (20),
+``LAB_MAX_LIVE_LABS`` (40), enforced by ``lab.limits`` on every path that makes a lab.
+
 Production (see README, "Production settings"): ``DATABASE_URL`` (``postgres://...``, needs the
-``postgres`` extra; default SQLite in ``LAB_DATA_DIR``), ``REDIS_URL`` (channels' Redis layer, the
-``redis`` extra; default in-memory), ``DJANGO_CSRF_TRUSTED_ORIGINS``, ``DJANGO_BEHIND_PROXY``,
+``postgres`` extra; default SQLite in ``LAB_DATA_DIR``, in WAL mode), ``REDIS_URL`` (channels'
+Redis layer, the ``redis`` extra; default in-memory), ``DJANGO_CSRF_TRUSTED_ORIGINS``, ``DJANGO_BEHIND_PROXY``,
 ``DJANGO_SSL_REDIRECT``, ``DJANGO_SECURE_COOKIES``, ``DJANGO_HSTS_SECONDS``,
 ``DJANGO_HSTS_INCLUDE_SUBDOMAINS``, ``DJANGO_HSTS_PRELOAD``: with DEBUG off, HTTPS is the default
 everywhere and ``manage.py check --deploy`` passes.
@@ -60,6 +63,13 @@ def _env_int(name: str, default: int) -> int:
         raise ImproperlyConfigured(f"{name} must be a whole number, not {value!r}") from None
 
 
+def _env_at_least_one(name: str, default: int) -> int:
+    value = _env_int(name, default)
+    if value < 1:
+        raise ImproperlyConfigured(f"{name} must be 1 or more, not {value}")
+    return value
+
+
 def _env_list(name: str, default: str = "") -> list[str]:
     return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
 
@@ -69,6 +79,22 @@ def _needs(module: str, extra: str, variable: str) -> None:
         raise ImproperlyConfigured(
             f"{variable} is set, but {module} is not installed: pip install -e '.[{extra}]'"
         )
+
+
+# SQLite in WAL mode: readers never wait for the writer, nor the writer for readers (a lab's pages
+# read while its driver thread saves). A writer waits up to 20 s for another instead of failing at
+# once. Transactions begin IMMEDIATE, taking the write lock at BEGIN: in WAL mode a transaction that
+# reads and then writes fails with "database is locked" if another writer committed in between, which
+# waiting cannot cure; one that holds the lock from the start never meets that.
+SQLITE_OPTIONS: dict[str, Any] = {
+    "init_command": "PRAGMA journal_mode=WAL",
+    "transaction_mode": "IMMEDIATE",
+    "timeout": 20,  # seconds: sqlite3's busy timeout
+}
+
+
+def sqlite_database(path: str | Path) -> dict[str, Any]:
+    return {"ENGINE": "django.db.backends.sqlite3", "NAME": path, "OPTIONS": dict(SQLITE_OPTIONS)}
 
 
 def database_from_url(url: str) -> dict[str, Any]:
@@ -96,7 +122,7 @@ def database_from_url(url: str) -> dict[str, Any]:
             raise ImproperlyConfigured(
                 "DATABASE_URL for SQLite is sqlite:///relative/path or sqlite:////absolute/path"
             )
-        return {"ENGINE": "django.db.backends.sqlite3", "NAME": path}
+        return sqlite_database(path)
     raise ImproperlyConfigured(
         f"DATABASE_URL must start with postgres:// or sqlite:///, not {parts.scheme!r}"
     )
@@ -107,6 +133,13 @@ LAB_ZOOKEEPER = os.environ.get("LAB_ZOOKEEPER", "").strip()
 # Set by lab.serve when it started the ZooKeeper itself: where its config and log are.
 LAB_ZOOKEEPER_MANAGED_DIR = os.environ.get("LAB_ZOOKEEPER_MANAGED_DIR", "").strip()
 LAB_KAFKA_VERSION = "Kafka 3.x in ZooKeeper mode"
+
+# How many labs a person and the server may have (lab/limits.py). Every lab runs (make run starts them
+# all), so the server cap is what one lab process on a 2-core machine serves without stalling; later
+# it becomes per worker. Instructors prepare a demo per lesson and try exercises and scenarios first.
+LAB_MAX_LABS_PER_USER = _env_at_least_one("LAB_MAX_LABS_PER_USER", 10)
+LAB_MAX_LABS_PER_INSTRUCTOR = _env_at_least_one("LAB_MAX_LABS_PER_INSTRUCTOR", 20)
+LAB_MAX_LIVE_LABS = _env_at_least_one("LAB_MAX_LIVE_LABS", 40)
 
 # Where lab.serve listens: on another machine's reach (not loopback) the lab serves a class.
 LAB_LISTEN = parse_listen(os.environ.get(LISTEN_ENV_VAR, ""))
@@ -187,6 +220,7 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
+    "lab.request_size.RequestSizeMiddleware",  # before the CSRF check reads the form
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "lab.context_processors.RoleMiddleware",
@@ -208,6 +242,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "lab.context_processors.people",
+                "lab.context_processors.limits",
             ],
         },
     },
@@ -229,12 +264,7 @@ if REDIS_URL:
         "default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [REDIS_URL]}}
     }
 
-DATABASES = {
-    "default": {
-        "ENGINE": "django.db.backends.sqlite3",
-        "NAME": LAB_DATA_DIR / "db.sqlite3",
-    }
-}
+DATABASES = {"default": sqlite_database(LAB_DATA_DIR / "db.sqlite3")}
 DATABASE_URL = os.environ.get("DATABASE_URL", "").strip()
 if DATABASE_URL:
     _database = database_from_url(DATABASE_URL)

@@ -2,20 +2,26 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
+from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
+from django_htmx.http import HttpResponseClientRedirect
 
+from lab import access, limits
 from lab.accounts.forms import LoginForm
 from lab.accounts.throttle import refused
 from lab.engine.config import BROKER_KEYS
-from lab.engine.errors import KafkaError
-from lab.labs import DEMO_PASSWORD_FILE, create_lab, live_of
+from lab.engine.errors import KafkaError, ZooKeeperNotAvailable
+from lab.labs import DEMO_PASSWORD_FILE, create_lab, delete_lab_data, live_of
+from lab.limits import LabLimitReached
 from lab.models import Lab
 from lab.runtime.registry import running_labs
 from lab.visuals.glossary import tip
@@ -52,9 +58,12 @@ def _home_context(request: HttpRequest) -> dict[str, object]:
     mine = Lab.objects.filter(owner=request.user)
     context.update(
         labs=[{"lab": lab, "summary": summaries.get(lab.slug)} for lab in mine],
+        standing=limits.standing(request.user),
         running=[s for s in running_labs() if s.name in {lab.slug for lab in mine}],
         session_tip=tip("session", {}),
         session_default=BROKER_KEYS["zookeeper.session.timeout.ms"].default,
+        session_min=int(BROKER_KEYS["zookeeper.session.timeout.ms"].minimum or 0),
+        session_max=int(BROKER_KEYS["zookeeper.session.timeout.ms"].maximum or 0),
     )
     return context
 
@@ -75,6 +84,13 @@ def zookeeper_status_card(request: HttpRequest) -> HttpResponse:
     )
 
 
+def _home_with_error(request: HttpRequest, text: str, *, status: int) -> HttpResponse:
+    context = _home_context(request)
+    context["new_lab_error"] = text
+    context["new_lab_values"] = request.POST
+    return render(request, "lab/home.html", context, status=status)
+
+
 @require_POST
 @login_required
 def new_lab(request: HttpRequest) -> HttpResponse:
@@ -89,12 +105,28 @@ def new_lab(request: HttpRequest) -> HttpResponse:
         brokers = 0
     try:
         lab = create_lab(request.user, request.POST.get("name", ""), brokers=brokers, config=config)
+    except LabLimitReached as refused:
+        return _home_with_error(request, refused.tell(request.user), status=409)
     except KafkaError as error:
-        context = _home_context(request)
-        context["new_lab_error"] = f"{error.name}: {error.message}"
-        return render(request, "lab/home.html", context, status=400)
+        return _home_with_error(request, f"{error.name}: {error.message}", status=400)
     live_of(lab)
     return redirect(lab.get_absolute_url())
+
+
+@require_POST
+@login_required
+async def delete_lab(request: HttpRequest, slug: str) -> HttpResponse:
+    """Delete one of your labs with its cluster, logs and ZooKeeper chroot (the home page's Delete):
+    the way back under the lab limit. Async: stopping the lab waits for its driver thread."""
+    user = await request.auser()  # type: ignore[attr-defined]
+    lab = await sync_to_async(access.lab_for)(user, slug, act=True)
+    try:
+        await asyncio.to_thread(delete_lab_data, lab)
+    except ZooKeeperNotAvailable as error:
+        return await sync_to_async(_home_with_error)(request, error.message, status=503)
+    await lab.adelete()
+    home = reverse("home")
+    return HttpResponseClientRedirect(home) if request.headers.get("HX-Request") else redirect(home)
 
 
 class LoginView(auth_views.LoginView):

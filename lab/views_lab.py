@@ -21,10 +21,11 @@ from django.template.loader import render_to_string
 from django.views.decorators.http import require_GET, require_POST
 
 from lab import access
-from lab.engine.config import TOPIC_KEYS
+from lab.engine.config import CONSUMER_KEYS, TOPIC_KEYS
 from lab.engine.errors import IllegalArgument, KafkaError, ZooKeeperNotAvailable
 from lab.labs import asave_spec, live_of
 from lab.models import Lab
+from lab.request_size import reads_too_large, too_large, too_large_message
 from lab.runtime.actions import PARSERS
 from lab.runtime.live import LiveLab
 from lab.visuals.frame import TopicIndex
@@ -67,6 +68,9 @@ def lab_page(request: HttpRequest, slug: str) -> HttpResponse:
             "min_isr_default": config.get("min.insync.replicas", TOPIC_KEYS["min.insync.replicas"].default),
             "min_isr_tip": TOPIC_KEYS["min.insync.replicas"].doc
             + f" ({governed_by('min.insync.replicas', config)})",
+            "session": CONSUMER_KEYS["session.timeout.ms"],
+            "session_tip": CONSUMER_KEYS["session.timeout.ms"].doc
+            + f" ({governed_by('session.timeout.ms', config)}; heartbeats every third of it)",
         },
     )
 
@@ -81,6 +85,7 @@ async def _lab_for(request: HttpRequest, slug: str) -> Lab:
     return lab
 
 
+@reads_too_large
 @require_POST
 async def act(request: HttpRequest, slug: str, action: str) -> HttpResponse:
     """Run control ``action`` on the lab; answer with what happened or Kafka's error, named."""
@@ -92,6 +97,8 @@ async def act(request: HttpRequest, slug: str, action: str) -> HttpResponse:
     lab = await _lab_for(request, slug)
     if action not in PARSERS:
         raise Http404(f"no control named {action}")
+    if too_large(request):
+        return _toast(False, f"INVALID_REQUEST: {too_large_message(too_large(request))}", status=413)
     live: LiveLab = await asyncio.to_thread(live_of, lab)
     params: dict[str, Any] = {k: request.POST.get(k, "") for k in request.POST}
     future = live.act(action, params)

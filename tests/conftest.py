@@ -32,6 +32,24 @@ def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         server.stop()
 
 
+@pytest.fixture(scope="session")
+def postgresql() -> Iterator[str]:
+    """The ``DATABASE_URL`` of one throwaway PostgreSQL server for the whole session.
+
+    Debian's ``postgresql`` (``make test`` installs it) runs as a child process on a free loopback
+    port, with its data and socket in a temporary directory removed when the session ends; as root it
+    runs as the ``postgres`` user (tests/postgres_server.py). The URL names the database ``kafka_lab``,
+    whose user may create others (pytest-django makes ``test_kafka_lab``).
+    """
+    from tests.postgres_server import ManagedPostgres
+
+    server = ManagedPostgres()
+    try:
+        yield server.start(timeout_s=120)
+    finally:
+        server.stop()
+
+
 @pytest.fixture
 def killable_zookeeper(tmp_path: Path) -> Iterator[KillableZooKeeper]:
     """A real ZooKeeper of this test's own, to kill -9: its supervisor starts it again (same port, same

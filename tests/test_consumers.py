@@ -15,7 +15,9 @@ from lab.consumers import NOT_LOGGED_IN, NOT_YOURS
 from lab.labs import live_of
 from tests.labhelpers import make_lab, make_user
 
-pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("stop_labs")]
+# Channels closes the database connection around each of a consumer's queries, which would end a
+# test's own transaction (the database is a file, as the lab's is): these tests commit their rows.
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("stop_labs")]
 
 
 def _headers(client: Client | None) -> list[tuple[bytes, bytes]]:

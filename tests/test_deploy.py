@@ -18,6 +18,8 @@ from django.core.exceptions import ImproperlyConfigured
 
 from lab.settings import database_from_url
 
+SQLITE_WAL = {"init_command": "PRAGMA journal_mode=WAL", "transaction_mode": "IMMEDIATE", "timeout": 20}
+
 REPO = Path(__file__).resolve().parent.parent
 
 _SHOW = (
@@ -112,7 +114,11 @@ def test_behind_a_proxy_and_with_choices_made(tmp_path: Path) -> None:
     assert shown["redirect"] is False
     assert shown["hsts"] == 600
     assert shown["trusted"] == ["https://lab.example.org", "https://class.example.org"]
-    assert shown["db"] == {"ENGINE": "django.db.backends.sqlite3", "NAME": f"{tmp_path}/other.sqlite3"}
+    assert shown["db"] == {
+        "ENGINE": "django.db.backends.sqlite3",
+        "NAME": f"{tmp_path}/other.sqlite3",
+        "OPTIONS": SQLITE_WAL,  # whichever file it is
+    }
 
 
 def test_bad_values_are_named(tmp_path: Path) -> None:
@@ -169,6 +175,7 @@ def test_database_urls_parse_into_djangos_settings() -> None:
     assert database_from_url("sqlite:////srv/lab/db.sqlite3") == {
         "ENGINE": "django.db.backends.sqlite3",
         "NAME": "/srv/lab/db.sqlite3",
+        "OPTIONS": SQLITE_WAL,
     }
     with pytest.raises(ImproperlyConfigured, match="names no database"):
         database_from_url("postgres://db.example.org/")

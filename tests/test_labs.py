@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import stat
 from pathlib import Path
 
@@ -98,12 +99,24 @@ def test_the_demo_user_gets_a_generated_password_kept_in_the_data_dir(
 def test_the_demo_lab_has_orders_a_producer_and_a_consumer_group() -> None:
     owner = make_user("demo")
     demo = labs.ensure_demo_lab(owner)
+    assert demo is not None
     assert labs.ensure_demo_lab(owner) == demo
     spec = labs.spec_of(demo)
     assert (demo.slug, spec.brokers) == ("demo", 3)
     assert [(t.name, t.partitions, t.replication_factor) for t in spec.topics] == [("orders", 3, 3)]
     assert {(c.kind, c.group) for c in spec.clients} == {("producer", ""), ("consumer", "billing")}
     assert {c.session_timeout_ms for c in spec.clients if c.kind == "consumer"} == {6000}
+
+
+def test_a_full_server_makes_no_demo_lab_and_says_why(
+    settings: SettingsWrapper, caplog: pytest.LogCaptureFixture
+) -> None:
+    settings.LAB_MAX_LIVE_LABS = 1
+    make_lab(make_user("ada"), "Ada's")
+    with caplog.at_level(logging.WARNING, logger="lab.labs"):
+        assert labs.ensure_demo_lab(make_user("demo")) is None
+    assert "The demo lab was not made: The class server is full (1 lab running" in caplog.text
+    assert not Lab.objects.filter(slug="demo").exists()
 
 
 def test_live_of_starts_a_lab_once_and_renders_its_fragments(settings: SettingsWrapper) -> None:

@@ -16,7 +16,9 @@ from lab.models import Lab
 from lab.origin import ORIGIN_REFUSED
 from tests.labhelpers import make_lab, make_user
 
-pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("stop_labs")]
+# Channels closes the database connection around each of a consumer's queries, which would end a
+# test's own transaction (the database is a file, as the lab's is): these tests commit their rows.
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("stop_labs")]
 
 
 @pytest.fixture

@@ -76,6 +76,7 @@ ROUTES: dict[str, Route] = {
     "lab-new": Route(LOGIN, "POST"),
     "lab": Route(LAB_VIEW),
     "lab-act": Route(LAB_ACT, "POST", {"action": "heal"}),
+    "lab-delete": Route(LAB_ACT, "POST"),
     "zookeeper-status": Route(LOGIN),
     # lab/accounts
     "account": Route(LOGIN),
@@ -167,6 +168,7 @@ API_OPERATIONS: dict[tuple[str, str], tuple[str, Any]] = {
     ("POST", "/api/labs/{slug}/topics/{topic}/reassign"): (API_ACT, {"plan": {"0": [1, 2, 3]}}),
     ("POST", "/api/labs/{slug}/topics/{topic}/elect-preferred"): (API_ACT, {}),
     ("POST", "/api/labs/{slug}/topics/{topic}/records"): (API_ACT, {"records": [{"value": "v"}]}),
+    ("GET", "/api/labs/{slug}/produce-requests/{request_id}"): (API_ACT, None),
     ("GET", "/api/labs/{slug}/topics/{topic}/records"): (API_READ, {"partition": 0}),
     ("POST", "/api/labs/{slug}/topics/{topic}/consume"): (API_ACT, {"group": "g"}),
     ("GET", "/api/labs/{slug}/groups"): (API_READ, None),
@@ -484,6 +486,9 @@ def _ws(path: str, client: Client | None) -> tuple[bool, int | None]:
     return result
 
 
+# Channels closes the database connection around each of a consumer's queries, which would end a
+# test's own transaction: this test's rows are committed instead.
+@pytest.mark.django_db(transaction=True)
 def test_the_websocket_checks_who_asks(world: World) -> None:
     assert WEBSOCKETS == {"lab-ws": LAB_VIEW}
     path = f"/ws/labs/{world.lab.slug}/"
@@ -497,7 +502,7 @@ def test_the_websocket_checks_who_asks(world: World) -> None:
 # ----------------------------------------------------------------------------- the API
 
 
-def _api_path(path: str, world: World, run_id: str, spare: Lab) -> str:
+def _api_path(path: str, world: World, run_id: str, spare: Lab, produced: str) -> str:
     slug = spare.slug if path == "/api/labs/{slug}" else world.lab.slug
     return (
         path.replace("{slug}", slug)
@@ -505,6 +510,7 @@ def _api_path(path: str, world: World, run_id: str, spare: Lab) -> str:
         .replace("{group}", "g")
         .replace("{broker}", "1")
         .replace("{run_id}", run_id)
+        .replace("{request_id}", produced)
     )
 
 
@@ -513,13 +519,16 @@ def test_each_api_operation_checks_the_token_and_the_lab(world: World) -> None:
     anonymous = Api(world.ada, secret="")
     ada.post(f"/labs/{world.lab.slug}/topics/orders/consume", {"group": "g"})  # a group to describe
     run_id = Api(world.ada).post("/scenarios/runs", {"scenario": "leader-failover"}).json()["id"]
+    produced = ada.post(
+        f"/labs/{world.lab.slug}/topics/orders/records", {"records": [{"value": "v"}]}
+    ).json()["id"]
     spare = make_lab(world.ada, "Spare")
     live_of(spare).ready.result(30)
     # The owner's calls change the lab: the ones that would hide it from later calls run last.
     order = sorted(API_OPERATIONS, key=lambda op: (op[0] == "DELETE", op[1].endswith("/reset"), op))
     for method, path in order:
         kind, body = API_OPERATIONS[(method, path)]
-        url = _api_path(path, world, run_id, spare).removeprefix("/api")
+        url = _api_path(path, world, run_id, spare, produced).removeprefix("/api")
         query = body if method == "GET" and body else {}
         send = body if method != "GET" else None
 

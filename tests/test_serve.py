@@ -47,6 +47,7 @@ def test_serves_with_a_managed_zookeeper_and_stops_everything(tmp_path: Path, ho
     assert "ZooKeeper: stopping..." in output
     assert output.rstrip().endswith("Kafka Lab stopped.")
     assert (tmp_path / "db.sqlite3").is_file(), "migrate should have created the database in LAB_DATA_DIR"
+    assert f"Database: SQLite {tmp_path / 'db.sqlite3'} (WAL) (migrated)" in output
 
 
 def test_lab_zookeeper_is_used_and_nothing_started(tmp_path: Path, zookeeper: str) -> None:

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
+import sqlite3
 import stat
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -145,3 +149,69 @@ def test_loopback_development_keeps_debug_and_the_operator_decides(tmp_path: Pat
     assert not (tmp_path / "secret-key").exists()
     asked = _classroom(tmp_path, LAB_LISTEN="0.0.0.0:8000", DJANGO_DEBUG="1")
     assert asked["debug"] is True
+
+
+_LIMITS = (
+    "import json, lab.settings as s; "
+    "print(json.dumps([s.LAB_MAX_LABS_PER_USER, s.LAB_MAX_LABS_PER_INSTRUCTOR, s.LAB_MAX_LIVE_LABS]))"
+)
+
+
+def _limits(**env: str) -> subprocess.CompletedProcess[str]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("LAB_", "DJANGO_"))}
+    return subprocess.run(
+        [sys.executable, "-c", _LIMITS],
+        cwd=REPO,
+        env={**clean, **env},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+def test_lab_limits_have_defaults_and_come_from_the_environment() -> None:
+    assert json.loads(_limits().stdout) == [10, 20, 40]
+    changed = _limits(LAB_MAX_LABS_PER_USER="3", LAB_MAX_LABS_PER_INSTRUCTOR="5", LAB_MAX_LIVE_LABS="80")
+    assert json.loads(changed.stdout) == [3, 5, 80]
+    assert "LAB_MAX_LIVE_LABS must be 1 or more, not 0" in _limits(LAB_MAX_LIVE_LABS="0").stderr
+    assert (
+        "LAB_MAX_LABS_PER_USER must be a whole number, not 'many'"
+        in _limits(LAB_MAX_LABS_PER_USER="many").stderr
+    )
+
+
+def test_the_database_made_by_migrate_is_sqlite_in_wal_mode(tmp_path: Path) -> None:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("LAB_", "DJANGO_", "DATABASE_URL"))}
+    done = subprocess.run(
+        [sys.executable, "manage.py", "migrate", "--no-input"],
+        cwd=REPO,
+        env={**clean, "LAB_DATA_DIR": str(tmp_path), "DJANGO_SETTINGS_MODULE": "lab.settings"},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    # WAL is a property of the file: a plain connection, with none of the lab's options, finds it.
+    with contextlib.closing(sqlite3.connect(tmp_path / "db.sqlite3")) as db:
+        assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+        assert db.execute("SELECT count(*) FROM django_migrations").fetchone()[0] > 10
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_labs_connections_wait_for_a_writer_and_take_the_write_lock_at_begin() -> None:
+    from django.db import connection, transaction
+
+    with connection.cursor() as cursor:
+        cursor.execute("PRAGMA journal_mode")
+        assert cursor.fetchone() == ("wal",)
+        cursor.execute("PRAGMA busy_timeout")
+        assert cursor.fetchone() == (20_000,)  # ms: a writer waits 20 s for another
+    with (
+        transaction.atomic(),
+        contextlib.closing(sqlite3.connect(connection.settings_dict["NAME"], timeout=0)) as other,
+    ):
+        # This transaction has only begun, and already holds the write lock (BEGIN IMMEDIATE) ...
+        with pytest.raises(sqlite3.OperationalError, match="database is locked"):
+            other.execute("BEGIN IMMEDIATE")
+        # ... while readers go on reading (WAL).
+        assert other.execute("SELECT count(*) FROM lab_lab").fetchone() == (0,)

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from django.contrib.staticfiles import finders
 from django.test import Client
 from pytest_django.fixtures import Settings
 
+from lab.labs import live_of
 from lab.models import Lab
+from lab.runtime.manager import runtime
 from lab.runtime.registry import BrokerSummary, LabSummary, register_lab, unregister_lab
 from lab.zookeeper_server import free_port, zookeeper_status
 from tests.labhelpers import make_lab, make_user
@@ -148,6 +151,73 @@ def test_a_new_lab_from_the_home_page_starts_and_opens(user_client: Client, sett
     assert refused.status_code == 400
     assert "ILLEGAL_ARGUMENT: a lab has 1 to 12 brokers, not 40" in refused.content.decode()
     assert not Lab.objects.filter(name="Too many").exists()
+
+
+def test_the_form_past_the_persons_limit_says_so_on_the_page_and_keeps_what_was_typed(
+    user_client: Client, settings: Settings
+) -> None:
+    settings.LAB_ZOOKEEPER = ""
+    settings.LAB_MAX_LABS_PER_USER = 2
+    me = user_client.get("/").wsgi_request.user  # type: ignore[attr-defined]
+    make_lab(me, "One")
+    assert "1 of your 2 labs." in user_client.get("/").content.decode()
+    make_lab(me, "Two")
+    refused = user_client.post("/labs/new/", {"name": "Three", "brokers": "2", "session_timeout_ms": "4000"})
+    assert refused.status_code == 409
+    page = refused.content.decode()
+    assert re.search(
+        r'<p class="banner bad" role="alert" id="new-lab-error">You have 2 labs already, the most a student may '
+        r"have: delete one you no longer need \(Your labs, on the home page\) first.</p>",
+        page,
+    )
+    assert 'name="name" required maxlength="100" placeholder="failover drill" value="Three"' in page
+    assert 'value="4000"' in page
+    assert "2 of your 2 labs: delete one to make another." in page
+    assert Lab.objects.filter(owner=me).count() == 2
+
+
+def test_the_form_on_a_full_server_tells_a_student_to_ask_the_instructor(
+    user_client: Client, settings: Settings
+) -> None:
+    settings.LAB_ZOOKEEPER = ""
+    settings.LAB_MAX_LIVE_LABS = 1
+    make_lab(make_user("grace"), "Grace's")
+    home = user_client.get("/").content.decode()
+    assert "The class server is full (1 lab running): no new lab can start until some are deleted." in home
+    refused = user_client.post("/labs/new/", {"name": "Mine", "brokers": "1"})
+    assert refused.status_code == 409
+    assert (
+        "The class server is full (1 lab running, the most it takes: LAB_MAX_LIVE_LABS); ask your instructor."
+        in refused.content.decode()
+    )
+    assert Lab.objects.count() == 1
+
+
+def test_deleting_a_lab_from_the_home_page_removes_it_with_its_data(
+    user_client: Client, settings: Settings
+) -> None:
+    settings.LAB_ZOOKEEPER = ""
+    settings.LAB_MAX_LABS_PER_USER = 1
+    me = user_client.get("/").wsgi_request.user  # type: ignore[attr-defined]
+    lab = make_lab(me, "Old drill")
+    live_of(lab).ready.result(30)
+    data = Path(lab.data_dir)
+    assert data.is_dir()
+    page = user_client.get("/").content.decode()
+    assert 'hx-confirm="Delete the lab Old drill with its cluster and data? This cannot be undone."' in page
+    theirs = make_lab(make_user("grace"), "Theirs")
+    assert user_client.post(f"/labs/{theirs.slug}/delete/").status_code == 404
+    assert user_client.post(f"/labs/{lab.slug}/delete/")["Location"] == "/"
+    assert not Lab.objects.filter(pk=lab.pk).exists()
+    assert not data.exists()
+    assert runtime.get(lab.slug) is None
+    assert "Old drill" not in user_client.get("/").content.decode()
+    # Room again under the limit; an htmx click is sent home by the browser.
+    assert user_client.post("/labs/new/", {"name": "New drill", "brokers": "1"}).status_code == 302
+    again = user_client.post("/labs/new-drill/delete/", headers={"HX-Request": "true"})
+    assert again["HX-Redirect"] == "/"
+    assert Lab.objects.filter(owner=me).count() == 0
+    assert Lab.objects.filter(pk=theirs.pk).exists()
 
 
 def test_zookeeper_card_alone_for_htmx_refresh(

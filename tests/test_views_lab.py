@@ -11,6 +11,7 @@ from pytest_django.fixtures import Settings
 from lab.classroom.models import ExerciseProgress
 from lab.labs import live_of
 from lab.models import Lab
+from lab.runtime.live import LiveLab
 from tests.labhelpers import make_lab, make_user
 from tests.zkoutage import KillableZooKeeper
 
@@ -61,6 +62,74 @@ def test_the_owner_sees_every_view_and_the_kafka_it_models(owner_client: Client)
     assert re.search(
         r'title="broker 1 is running; kill it or shut it down first"[^>]*>Restart</button>', page
     )
+
+
+def test_the_add_consumer_form_offers_the_labs_session_beside_kafkas(owner_client: Client) -> None:
+    lab = owner_client.lab  # type: ignore[attr-defined]
+    _running(lab)
+    page = owner_client.get(f"/labs/{lab.slug}/").content.decode()
+    form = page[page.index('id="form-add-consumer"') :]
+    form = form[: form.index("</form>")]
+    field = re.search(
+        r'<label title="([^"]*)">session.timeout.ms <input ([^>]*)> <small[^>]*>([^<]*)</small>', form
+    )
+    assert field is not None
+    tip, attributes, beside = field.groups()
+    assert 'placeholder="6000"' in attributes  # left empty, the consumer gets the lab's 6 s
+    assert beside == "lab 6000, Kafka 45000"
+    assert "session.timeout.ms: lab 6000, Kafka 45000" in tip
+
+
+def test_the_log_start_is_called_log_start_never_lso(owner_client: Client) -> None:
+    lab = owner_client.lab  # type: ignore[attr-defined]
+    _running(lab)
+    page = owner_client.get(f"/labs/{lab.slug}/").content.decode()
+    assert ">log start HW LEO</span>" in page  # an empty log: the three markers at offset 0
+    assert "log start 0, HW 0, LEO 0" in page
+    # In Kafka the LSO is the last stable offset (transactions): the page names it only to say so.
+    assert page.count("LSO") > 0
+    assert page.count("LSO") == page.count("not the LSO, which in Kafka is the last stable offset")
+
+
+def test_a_partition_below_its_topics_min_insync_replicas_is_badged_where_it_is_drawn(
+    owner_client: Client,
+) -> None:
+    lab = owner_client.lab  # type: ignore[attr-defined]
+    _running(lab)
+    live = live_of(lab)
+
+    def break_it(live: LiveLab) -> None:
+        live.cluster.alter_topic_config("orders", {"min.insync.replicas": "3"})
+        live.cluster.kill_broker(3)
+        live.cluster.run_for(10_000, pace=False)  # broker 3's session expires: it leaves every ISR
+
+    live.submit(break_it).result(30)
+    live.wait_for_frame(lambda f: f.views["cluster-map"].topics[0].under_min_isr == 3)  # type: ignore[attr-defined]
+    page = owner_client.get(f"/labs/{lab.slug}/").content.decode()
+    assert page.count('data-under-min-isr="true"') == 3  # the map's rows
+    assert page.count("✕ under min ISR</span>") == 3
+    assert "✕ 3 under min ISR</span>" in page  # the topic's line on the map
+    assert page.count("under min ISR: acks=all fails</span>") == 3  # the partition log
+    assert "min.insync.replicas 3 (topic)" in page
+    # The HW's tooltip gives the value the topic runs with, not only the broker's.
+    assert "min.insync.replicas: topic 3 (lab 1, Kafka 1)" in page
+
+
+def test_a_paused_broker_shows_its_session_as_zookeeper_sees_it(owner_client: Client) -> None:
+    lab = owner_client.lab  # type: ignore[attr-defined]
+    _running(lab)
+    live = live_of(lab)
+    assert owner_client.post(f"/labs/{lab.slug}/act/pause/", {"broker": "2"}).status_code == 200
+    frame = live.wait_for_frame(
+        lambda f: f.views["sessions"].by_id[2].state == "expired",  # type: ignore[attr-defined]
+        timeout_s=20,
+    )
+    page = live.render_full(frame)
+    line = re.search(r'<div id="session-2"[^>]*data-session="(\w+)"[^>]*>(.*?)</div>', page)
+    assert line is not None
+    assert line.group(1) == "expired"
+    assert "session expired: /brokers/ids/2 gone" in line.group(2)
+    assert "session connected" not in line.group(2)  # what the paused broker itself still believes
 
 
 def test_someone_elses_lab_is_not_found(owner_client: Client) -> None:

@@ -13,9 +13,11 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from django import forms
+from django.core.validators import ProhibitNullCharactersValidator
 
 from lab.adminpanel import plan
 from lab.adminpanel.rows import TopicDetail
+from lab.engine import limits
 from lab.engine.admin import validate_new_topic_name
 from lab.engine.config import TOPIC_KEYS
 from lab.engine.errors import (
@@ -33,12 +35,7 @@ from lab.engine.errors import (
     UnknownTopicOrPartition,
 )
 
-MAX_PARTITIONS = 64  # a lab's topics are for watching: a few partitions each
-MAX_PRODUCE = 1000
-MAX_KEY = 1000
-MAX_VALUE = 100_000
-MAX_SEARCH = 200
-PAGE_SIZES = (20, 50, 100, 500)
+PAGE_SIZES = (20, 50, 100, 500)  # within limits.RECORDS
 _TIME = re.compile(r"^(?:(\d+):)?(\d+)(?:\.(\d{1,3}))?$")
 
 
@@ -57,6 +54,21 @@ def whole(raw: str, label: str, *, low: int = 0, high: int | None = None) -> int
     if high is not None and value > high:
         raise forms.ValidationError(f"{label} must be at most {high}, not {value}.")
     return value
+
+
+def within(value: int, limit: limits.Whole) -> int:
+    """The lab's ``limit`` on ``value``, in the words every door uses (ILLEGAL_ARGUMENT)."""
+    try:
+        return limit.check(value)
+    except KafkaError as error:
+        raise forms.ValidationError(named(error)) from None
+
+
+def record_text(limit: limits.Text, **kw: Any) -> forms.CharField:
+    """A record's key or value: any text Kafka would store, a NUL included (Django refuses NULs by default)."""
+    field = forms.CharField(required=False, max_length=limit.max_length, strip=False, **kw)
+    field.validators = [v for v in field.validators if not isinstance(v, ProhibitNullCharactersValidator)]
+    return field
 
 
 def partition_of(raw: str, partitions: int) -> int:
@@ -176,11 +188,7 @@ class CreateTopicForm(PanelForm):
             raise forms.ValidationError(
                 named(InvalidPartitions("Number of partitions must be larger than 0."))
             )
-        if value > MAX_PARTITIONS:
-            raise forms.ValidationError(
-                named(IllegalArgument(f"a lab topic has at most {MAX_PARTITIONS} partitions, not {value}"))
-            )
-        return value
+        return within(value, limits.PARTITIONS)
 
     def clean_replication_factor(self) -> int:
         raw = str(self.cleaned_data.get("replication_factor") or "").strip() or "1"
@@ -189,7 +197,7 @@ class CreateTopicForm(PanelForm):
             raise forms.ValidationError(
                 named(InvalidReplicationFactor("Replication factor must be larger than 0."))
             )
-        return value
+        return within(value, limits.REPLICATION_FACTOR)
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
@@ -232,10 +240,8 @@ class PartitionsForm(PanelForm):
         if not raw:
             raise forms.ValidationError("Give the number of partitions the topic should have.")
         value = whole(raw, "Partitions", low=-(2**31))
-        if value > MAX_PARTITIONS:
-            raise forms.ValidationError(
-                named(IllegalArgument(f"a lab topic has at most {MAX_PARTITIONS} partitions, not {value}"))
-            )
+        if value > limits.PARTITIONS.high:  # fewer than now is Kafka's INVALID_PARTITIONS, from the engine
+            within(value, limits.PARTITIONS)
         return value
 
 
@@ -386,7 +392,7 @@ class BrowseForm(PanelForm):
     )
     offset = forms.CharField(required=False)
     time = forms.CharField(required=False)
-    search = forms.CharField(required=False, max_length=MAX_SEARCH, strip=False)
+    search = forms.CharField(required=False, max_length=limits.SEARCH.max_length, strip=False)
     limit = forms.TypedChoiceField(
         required=False, choices=[(str(n), str(n)) for n in PAGE_SIZES], coerce=int, empty_value=50
     )
@@ -433,8 +439,8 @@ class BrowseForm(PanelForm):
 class ProduceForm(PanelForm):
     error_fields = {UnknownTopicOrPartition: "partition"}
 
-    key = forms.CharField(required=False, max_length=MAX_KEY, strip=False)
-    value = forms.CharField(required=False, max_length=MAX_VALUE, strip=False, widget=forms.Textarea)
+    key = record_text(limits.KEY)
+    value = record_text(limits.VALUE, widget=forms.Textarea)
     tombstone = forms.BooleanField(required=False)
     partition = forms.CharField(required=False)
     acks = forms.ChoiceField(choices=[("all", "all"), ("1", "1"), ("0", "0")], required=False)
@@ -456,7 +462,7 @@ class ProduceForm(PanelForm):
 
     def clean_count(self) -> int:
         raw = str(self.cleaned_data.get("count") or "").strip() or "1"
-        return whole(raw, "Count", low=1, high=MAX_PRODUCE)
+        return whole(raw, "Count", low=limits.RECORDS.low, high=limits.RECORDS.high)
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
@@ -479,8 +485,8 @@ RESET_TO = (
 class ResetForm(PanelForm):
     error_fields = {NonEmptyGroup: "group", IllegalArgument: "to"}
 
-    group = forms.CharField(required=False, max_length=255)
-    topic = forms.CharField(required=False, max_length=249)
+    group = forms.CharField(required=False, max_length=limits.GROUP_ID.max_length)
+    topic = forms.CharField(required=False, max_length=limits.TOPIC_NAME.max_length)
     to = forms.ChoiceField(choices=RESET_TO, required=False)
     offset = forms.CharField(required=False)
     time = forms.CharField(required=False)

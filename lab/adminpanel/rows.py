@@ -2,7 +2,8 @@
 
 Under-replicated, offline and the reassignment under way come from the snapshot as the
 controller and the leaders see them; a replica's progress is its log end offset against
-the leader's.
+the leader's. Under min ISR compares a partition's ISR with its topic's effective
+min.insync.replicas (the topic's override, else the broker's): acks=all writes fail there.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lab.engine.config import TOPIC_KEYS, BrokerConfig
+from lab.visuals.clock import clock_label
 
 INTERNAL_PREFIX = "__"
 
@@ -21,12 +23,10 @@ def is_internal(topic: str) -> bool:
 
 
 def time_label(ms: int | None) -> str:
-    """Virtual time as the lab's clock shows it (minutes:seconds.milliseconds)."""
+    """Virtual time as the lab's clock shows it (minutes:seconds.milliseconds), "—" for none."""
     if ms is None or ms < 0:
         return "—"
-    seconds, milli = divmod(int(ms), 1000)
-    minutes, seconds = divmod(seconds, 60)
-    return f"{minutes}:{seconds:02d}.{milli:03d}"
+    return clock_label(ms)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -39,6 +39,9 @@ class TopicRow:
     reassigning: int
     overrides: int
     internal: bool
+    min_insync_replicas: int  # the topic's override, else the broker's
+    min_isr_override: bool
+    under_min_isr: int  # partitions whose ISR is smaller: acks=all writes to them fail
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -75,6 +78,12 @@ class PartitionRow:
     log_end_offset: int | None
     replica_rows: tuple[ReplicaRow, ...]
     target: tuple[int, ...] | None  # a reassignment under way: the replicas it moves to
+    min_insync_replicas: int = 1  # the topic's effective value
+
+    @property
+    def under_min_isr(self) -> bool:
+        """Online, with fewer replicas in sync than min.insync.replicas: acks=all writes fail."""
+        return not self.offline and self.leader >= 0 and len(self.isr) < self.min_insync_replicas
 
     @property
     def preferred(self) -> int:
@@ -129,10 +138,19 @@ class TopicDetail:
     overrides: Mapping[str, str]
     brokers: tuple[int, ...]
     live_brokers: tuple[int, ...]
+    min_insync_replicas: int = 1  # the topic's override, else the broker's
 
     @property
     def internal(self) -> bool:
         return is_internal(self.name)
+
+    @property
+    def min_isr_override(self) -> bool:
+        return "min.insync.replicas" in self.overrides
+
+    @property
+    def under_min_isr(self) -> int:
+        return sum(p.under_min_isr for p in self.partitions)
 
     @property
     def replication_factor(self) -> int:
@@ -165,7 +183,14 @@ def _int(value: Any) -> int | None:
     return None if value is None else int(value)
 
 
-def partition_row(part: Mapping[str, Any], target: list[int] | None) -> PartitionRow:
+def min_insync_replicas(overrides: Mapping[str, str], broker_config: Mapping[str, str]) -> int:
+    """The topic's effective min.insync.replicas: its override, else the broker's value."""
+    if "min.insync.replicas" in overrides:
+        return int(overrides["min.insync.replicas"])
+    return int(BrokerConfig.of(broker_config).topic_default("min.insync.replicas"))
+
+
+def partition_row(part: Mapping[str, Any], target: list[int] | None, min_isr: int = 1) -> PartitionRow:
     replicas = tuple(int(r) for r in part["replicas"])
     leader = int(part["leader"])
     isr = tuple(int(r) for r in part["isr"])
@@ -201,6 +226,7 @@ def partition_row(part: Mapping[str, Any], target: list[int] | None) -> Partitio
         log_end_offset=lead_leo,
         replica_rows=tuple(rows),
         target=None if target is None else tuple(int(r) for r in target),
+        min_insync_replicas=min_isr,
     )
 
 
@@ -210,7 +236,10 @@ def _live(snapshot: Mapping[str, Any]) -> tuple[int, ...]:
     )
 
 
-def topic_rows(snapshot: Mapping[str, Any], *, internal: bool = False) -> list[TopicRow]:
+def topic_rows(
+    snapshot: Mapping[str, Any], *, internal: bool = False, broker_config: Mapping[str, str] | None = None
+) -> list[TopicRow]:
+    """One row a topic; ``broker_config`` (the lab's) gives min.insync.replicas where a topic sets none."""
     rows = []
     for name, topic in sorted(snapshot.get("topics", {}).items()):
         if is_internal(name) and not internal:
@@ -218,6 +247,8 @@ def topic_rows(snapshot: Mapping[str, Any], *, internal: bool = False) -> list[T
         parts = topic["partitions"]
         moving: Mapping[str, list[int]] = topic.get("reassigning", {})
         sizes = [len(moving.get(str(p["partition"]), p["replicas"])) for p in parts]
+        overrides: Mapping[str, str] = topic.get("config", {})
+        min_isr = min_insync_replicas(overrides, broker_config or {})
         rows.append(
             TopicRow(
                 name=name,
@@ -226,8 +257,11 @@ def topic_rows(snapshot: Mapping[str, Any], *, internal: bool = False) -> list[T
                 under_replicated=sum(bool(p["under_replicated"]) for p in parts),
                 offline=sum(bool(p["offline"]) for p in parts),
                 reassigning=len(moving),
-                overrides=len(topic.get("config", {})),
+                overrides=len(overrides),
                 internal=is_internal(name),
+                min_insync_replicas=min_isr,
+                min_isr_override="min.insync.replicas" in overrides,
+                under_min_isr=sum(partition_row(p, None, min_isr).under_min_isr for p in parts),
             )
         )
     return rows
@@ -238,19 +272,28 @@ def hidden_internal(snapshot: Mapping[str, Any]) -> int:
 
 
 def topic_detail(
-    snapshot: Mapping[str, Any], name: str, overrides: Mapping[str, str] | None = None
+    snapshot: Mapping[str, Any],
+    name: str,
+    overrides: Mapping[str, str] | None = None,
+    broker_config: Mapping[str, str] | None = None,
 ) -> TopicDetail | None:
-    """One topic's partitions; its config ``overrides`` as given (ZooKeeper's, fresher) or the snapshot's."""
+    """One topic's partitions; its config ``overrides`` as given (ZooKeeper's, fresher) or the snapshot's;
+    ``broker_config`` (the lab's) gives min.insync.replicas where the topic sets none."""
     topic = snapshot.get("topics", {}).get(name)
     if topic is None:
         return None
     moving: Mapping[str, list[int]] = topic.get("reassigning", {})
+    configs = dict(topic.get("config", {}) if overrides is None else overrides)
+    min_isr = min_insync_replicas(configs, broker_config or {})
     return TopicDetail(
         name=name,
-        partitions=tuple(partition_row(p, moving.get(str(p["partition"]))) for p in topic["partitions"]),
-        overrides=dict(topic.get("config", {}) if overrides is None else overrides),
+        partitions=tuple(
+            partition_row(p, moving.get(str(p["partition"])), min_isr) for p in topic["partitions"]
+        ),
+        overrides=configs,
         brokers=tuple(int(b["id"]) for b in snapshot.get("brokers", ())),
         live_brokers=_live(snapshot),
+        min_insync_replicas=min_isr,
     )
 
 

@@ -18,6 +18,7 @@ from lab.adminpanel import export, ops, rows
 from lab.adminpanel.forms import PAGE_SIZES, BrowseForm, ProduceForm, Query
 from lab.adminpanel.panel import Panel, panel_view
 from lab.engine.errors import IllegalArgument, KafkaError
+from lab.request_size import reads_too_large, too_large, too_large_message
 
 TEMPLATE = "adminpanel/messages.html"
 CHANGED = {"HX-Trigger": "lab-changed"}
@@ -170,6 +171,7 @@ async def export_records(panel: Panel, topic: str, fmt: str) -> HttpResponse:
     return response
 
 
+@reads_too_large
 @require_POST
 @panel_view(act=True)
 async def produce(panel: Panel, topic: str) -> HttpResponse:
@@ -177,6 +179,12 @@ async def produce(panel: Panel, topic: str) -> HttpResponse:
     count = len(detail.partitions)
     form = ProduceForm(panel.request.POST, partitions=count)
     context: dict[str, Any] = {"topic": detail, "produce_form": form}
+    size = too_large(panel.request)
+    if size:
+        # Nothing of the form was read: say so beside the value, the field that can grow that large.
+        form.is_valid()
+        form.add_error("value", too_large_message(size))
+        return panel.render(f"{TEMPLATE}#produce-form", context, status=413)
     if not form.is_valid():
         return panel.render(f"{TEMPLATE}#produce-form", context, status=400)
     data = form.cleaned_data

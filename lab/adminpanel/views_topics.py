@@ -43,7 +43,7 @@ async def _snapshot(panel: Panel) -> dict[str, Any]:
 
 async def _detail(panel: Panel, topic: str) -> rows.TopicDetail:
     snap, overrides = await panel.call(ops.topic_state(topic))
-    detail = rows.topic_detail(snap, topic, overrides)
+    detail = rows.topic_detail(snap, topic, overrides, panel.live.spec.config)
     if detail is None:
         raise Http404(f"There is no topic {topic} in this lab.")
     return detail
@@ -58,7 +58,7 @@ def _config_fields(form: PanelForm, overrides: dict[str, str], broker_config: An
 
 def _topics_context(panel: Panel, snap: dict[str, Any], internal: bool) -> dict[str, Any]:
     return {
-        "topics": rows.topic_rows(snap, internal=internal),
+        "topics": rows.topic_rows(snap, internal=internal, broker_config=panel.live.spec.config),
         "internal": internal,
         "hidden": rows.hidden_internal(snap),
         "brokers": snap.get("brokers", []),
@@ -171,7 +171,7 @@ async def topic(panel: Panel, topic: str) -> HttpResponse:
 @panel_view()
 async def topic_partitions(panel: Panel, topic: str) -> HttpResponse:
     """The live partitions table (polled): leaders, ISR, offsets, and a reassignment's progress."""
-    detail = rows.topic_detail(await _snapshot(panel), topic)
+    detail = rows.topic_detail(await _snapshot(panel), topic, broker_config=panel.live.spec.config)
     if detail is None:
         # htmx stops polling on 286: the topic is gone.
         return panel.render(f"{TOPIC}#gone", {"name": topic}, status=286)

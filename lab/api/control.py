@@ -14,7 +14,6 @@ from ninja import Path, Query, Router
 from lab.api import driver
 from lab.api.errors import ERRORS, NotFound
 from lab.api.schemas import (
-    MAX_BROKERS,
     ClockOut,
     EventsOut,
     IsolateIn,
@@ -24,13 +23,13 @@ from lab.api.schemas import (
     SpeedIn,
     StepIn,
 )
+from lab.engine import limits
 from lab.runtime import actions
 from lab.runtime.live import LiveLab
 
 router = Router(tags=["faults, clock and events"])
 
-BrokerId = Path(..., ge=1, le=MAX_BROKERS)
-MAX_EVENTS = 1000
+BrokerId = Path(..., ge=limits.BROKER_ID.low, le=limits.BROKER_ID.high)
 
 
 def _on_broker(broker: int, name: str, params: dict[str, str] | None = None) -> actions.Act:
@@ -173,7 +172,7 @@ async def events(
     request: HttpRequest,
     slug: str,
     since: int = Query(0, ge=0, description="the cursor: events after this seq (0: from the oldest kept)"),
-    limit: int = Query(100, ge=1, le=MAX_EVENTS),
+    limit: int = Query(100, ge=limits.EVENTS.low, le=limits.EVENTS.high),
 ) -> Any:
     """What happened, oldest first, each with its reason in words; page with ``next`` until ``more`` is false."""
 

@@ -17,7 +17,8 @@ from asgiref.sync import sync_to_async
 from django.http import HttpRequest
 
 from lab import access
-from lab.api.errors import LabTimeout
+from lab.api.errors import LabTimeout, Refused
+from lab.engine.errors import KafkaError
 from lab.labs import asave_spec, live_of
 from lab.models import Lab
 from lab.runtime import actions
@@ -44,13 +45,16 @@ async def live(lab: Lab) -> LiveLab:
 
 
 async def run(live_lab: LiveLab, fn: Callable[[LiveLab], T], *, timeout_s: float = WAIT_S) -> T:
-    """``fn(lab)`` on the lab's driver thread; its result, its KafkaError, or LabTimeout (504)."""
+    """``fn(lab)`` on the lab's driver thread; its result, its KafkaError as ``Refused`` (the cluster's
+    answer: 404 or 409, never 400), or LabTimeout (504)."""
     future = live_lab.submit(fn)
     try:
         result: T = await asyncio.wait_for(asyncio.wrap_future(future), timeout_s)
     except TimeoutError:
         future.cancel()
         raise LabTimeout(f"lab {live_lab.slug} did not answer within {timeout_s:g} s") from None
+    except KafkaError as error:
+        raise Refused(error) from error
     return result
 
 
@@ -71,8 +75,10 @@ async def read(request: HttpRequest, slug: str, fn: Callable[[LiveLab], T]) -> T
 
 
 def settle(
-    ready: Callable[[], bool], result: Callable[[], Any], *, wait_s: float = SETTLE_S
+    ready: Callable[[], bool], result: Callable[[], Any], *, wait_s: float | None = None
 ) -> actions.Waiting:
     """An answer that needs engine time: the driver checks ``ready`` every tick, and answers
-    ``result()`` when it holds or when ``wait_s`` has passed (a paused clock never gets there)."""
-    return actions.Waiting(ready=ready, result=result, on_timeout=result, deadline=time.monotonic() + wait_s)
+    ``result()`` when it holds or when ``wait_s`` (default ``SETTLE_S``) has passed (a paused clock
+    never gets there)."""
+    wait = SETTLE_S if wait_s is None else wait_s
+    return actions.Waiting(ready=ready, result=result, on_timeout=result, deadline=time.monotonic() + wait)

@@ -1,10 +1,12 @@
 """Every error the API answers is JSON ``{"error": NAME, "message": "..."}``, with Kafka's name where one applies.
 
-The HTTP code says what kind of mistake it was: 400 bad input (``INVALID_*``, ``ILLEGAL_ARGUMENT``, a
-request that does not match the schema), 401 no or bad token, 403 not allowed, 404 unknown, 409 the
-cluster's state refuses it (``NOT_ENOUGH_REPLICAS``, ``NON_EMPTY_GROUP``, ``ILLEGAL_STATE``...), 503 the
-lab cannot reach ZooKeeper and the call needs it (``ZOOKEEPER_NOT_AVAILABLE``, with ``Retry-After``), 504
-the lab did not answer in time. Bad input never gets a 500.
+The HTTP code says what kind of mistake it was: 400 the request does not match its schema
+(``INVALID_REQUEST`` with the field, ``INVALID_CONFIG`` for a config value), found before the lab is
+asked; 401 no or bad token, 403 not allowed, 404 unknown; 409 a well-formed request the lab's cluster
+refuses in its current state, with Kafka's name (``INVALID_REPLICATION_FACTOR`` above the lab's brokers,
+``INVALID_PARTITIONS`` below the topic's count, ``OFFSET_OUT_OF_RANGE``, ``NOT_ENOUGH_REPLICAS``,
+``NON_EMPTY_GROUP``, ``ILLEGAL_STATE``...); 413 a body too large to read; 503 the lab cannot reach ZooKeeper and the call needs it
+(``ZOOKEEPER_NOT_AVAILABLE``, with ``Retry-After``); 504 the lab did not answer in time. Bad input never gets a 500.
 """
 
 from __future__ import annotations
@@ -12,7 +14,6 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from django.conf import settings
 from django.core.exceptions import PermissionDenied, RequestDataTooBig
 from django.http import Http404, HttpRequest, HttpResponse
 from ninja import NinjaAPI, Schema
@@ -20,14 +21,10 @@ from ninja.errors import AuthenticationError, HttpError, ValidationError
 
 from lab.engine import errors as kafka
 from lab.engine.errors import KafkaError
+from lab.engine.errors import PolicyViolation as PolicyViolation  # too many labs or runs: a 409
+from lab.request_size import declared_size, too_large_message
 
 log = logging.getLogger(__name__)
-
-
-class PolicyViolation(KafkaError):
-    """A request the lab's own limits refuse (Kafka's PolicyViolationException): too many labs or runs."""
-
-    name = "POLICY_VIOLATION"
 
 
 class NotFound(KafkaError):
@@ -40,6 +37,15 @@ class LabTimeout(KafkaError):
     """The lab's driver did not answer within the API's wait."""
 
     name = "REQUEST_TIMED_OUT"
+
+
+class Refused(Exception):
+    """A Kafka error the lab's cluster answered with: the request was well formed, the cluster's state
+    refuses it. Never a 400 (the schema would have said so): 404 for what does not exist, else 409."""
+
+    def __init__(self, error: KafkaError) -> None:
+        super().__init__(str(error))
+        self.error = error
 
 
 class ErrorOut(Schema):
@@ -72,22 +78,24 @@ ERRORS: dict[int, Any] = {
     403: ErrorOut,
     404: ErrorOut,
     409: ErrorOut,
+    413: ErrorOut,
     503: ErrorOut,
     504: ErrorOut,
 }
 
 
-def status_of(error: KafkaError) -> int:
-    if isinstance(error, BAD_INPUT):
-        return 400
+def status_of(error: KafkaError, *, from_lab: bool = False) -> int:
     if isinstance(error, NOT_FOUND):
         return 404
     if isinstance(error, kafka.ZooKeeperNotAvailable):
         return 503
     if isinstance(error, TIMED_OUT):
         return 504
+    if isinstance(error, BAD_INPUT) and not from_lab:
+        return 400
     # Everything else is the cluster's state refusing the request now (NOT_ENOUGH_REPLICAS,
-    # NON_EMPTY_GROUP, ILLEGAL_STATE, TOPIC_ALREADY_EXISTS, a reassignment already in progress...).
+    # NON_EMPTY_GROUP, ILLEGAL_STATE, TOPIC_ALREADY_EXISTS, a reassignment already in progress,
+    # a replication factor above the lab's brokers...).
     return 409
 
 
@@ -109,20 +117,27 @@ def _field(loc: Any) -> tuple[str, str]:
 def install(api: NinjaAPI) -> None:
     """Replace ninja's default handlers (422 with pydantic's list, HTML 404s, tracebacks) with ours."""
 
-    @api.exception_handler(KafkaError)
-    def kafka_error(request: HttpRequest, exc: KafkaError) -> HttpResponse:
-        status = status_of(exc)
-        response = _json(api, request, status, exc.name, exc.message)
+    def answer(request: HttpRequest, error: KafkaError, status: int) -> HttpResponse:
+        response = _json(api, request, status, error.name, error.message)
         if status == 503:
             response["Retry-After"] = str(RETRY_AFTER_S)
         return response
+
+    @api.exception_handler(KafkaError)
+    def kafka_error(request: HttpRequest, exc: KafkaError) -> HttpResponse:
+        return answer(request, exc, status_of(exc))
+
+    @api.exception_handler(Refused)
+    def refused(request: HttpRequest, exc: Refused) -> HttpResponse:
+        return answer(request, exc.error, status_of(exc.error, from_lab=True))
 
     @api.exception_handler(ValidationError)
     def invalid(request: HttpRequest, exc: ValidationError) -> HttpResponse:
         fields = []
         for item in exc.errors:
             where, name = _field(item.get("loc"))
-            fields.append({"field": name, "location": where, "problem": str(item.get("msg", "invalid"))})
+            problem = str(item.get("msg", "invalid")).removeprefix("Value error, ")
+            fields.append({"field": name, "location": where, "problem": problem})
         message = "; ".join(f"{f['field']}: {f['problem']}" for f in fields) or "the request is malformed"
         return _json(api, request, 400, "INVALID_REQUEST", message, fields=fields)
 
@@ -151,8 +166,7 @@ def install(api: NinjaAPI) -> None:
 
     @api.exception_handler(RequestDataTooBig)
     def too_big(request: HttpRequest, exc: RequestDataTooBig) -> HttpResponse:
-        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
-        return _json(api, request, 400, "INVALID_REQUEST", f"the request body is larger than {limit} bytes")
+        return _json(api, request, 413, "INVALID_REQUEST", too_large_message(declared_size(request)))
 
     @api.exception_handler(PermissionDenied)
     def forbidden(request: HttpRequest, exc: PermissionDenied) -> HttpResponse:

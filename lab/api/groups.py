@@ -9,14 +9,15 @@ from ninja import Path, Router
 
 from lab.api import driver
 from lab.api.errors import ERRORS
-from lab.api.schemas import MAX_NAME, GroupOut, ResetIn, ResetOut
-from lab.engine.errors import GroupIdNotFound, IllegalArgument
+from lab.api.schemas import GroupOut, ResetIn, ResetOut
+from lab.engine import limits
+from lab.engine.errors import GroupIdNotFound
 from lab.runtime import actions
 from lab.runtime.live import LiveLab
 
 router = Router(tags=["groups"])
 
-GroupName = Path(..., min_length=1, max_length=MAX_NAME)
+GroupName = Path(..., min_length=limits.GROUP_ID.min_length, max_length=limits.GROUP_ID.max_length)
 
 
 def _groups(lab: LiveLab) -> list[dict[str, Any]]:
@@ -48,17 +49,13 @@ async def get_group(request: HttpRequest, slug: str, group: str = GroupName) -> 
 async def reset_offsets(request: HttpRequest, slug: str, body: ResetIn, group: str = GroupName) -> Any:
     """``kafka-consumer-groups.sh --reset-offsets``: to the earliest or latest offset, an offset, or the first
     offset at or after a time. Only for an inactive group: NON_EMPTY_GROUP while it has members."""
-    to: str | int | dict[str, int]
-    if body.to == "offset":
-        if body.offset is None:
-            raise IllegalArgument("to=offset needs offset")
+    to: str | int | dict[str, int] = (
+        body.to
+    )  # the schema pairs to=offset with offset, to=timestamp with timestamp
+    if body.offset is not None:
         to = body.offset
-    elif body.to == "timestamp":
-        if body.timestamp is None:
-            raise IllegalArgument("to=timestamp needs timestamp")
+    elif body.timestamp is not None:
         to = {"timestamp": body.timestamp}
-    else:
-        to = body.to
 
     def run(lab: LiveLab) -> Any:
         partitions = None if body.partitions is None else sorted(set(body.partitions))

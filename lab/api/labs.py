@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import shutil
-from pathlib import Path
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -15,20 +13,15 @@ from ninja import Router, Status
 
 from lab import access
 from lab.api import driver
-from lab.api.errors import ERRORS, PolicyViolation
+from lab.api.errors import ERRORS
 from lab.api.schemas import LabDetailOut, LabIn, LabOut, MessageOut
-from lab.engine.errors import ZooKeeperNotAvailable
-from lab.labs import create_lab, labs_dir, live_of
+from lab.labs import create_lab, delete_lab_data, live_of
 from lab.models import Lab
 from lab.runtime import actions
 from lab.runtime.live import LiveLab
 from lab.runtime.manager import runtime
 
 router = Router(tags=["labs"])
-
-
-def max_labs() -> int:
-    return int(getattr(settings, "LAB_API_MAX_LABS_PER_USER", 10))
 
 
 def lab_out(lab: Lab, user: Any, live: LiveLab | None = None) -> dict[str, Any]:
@@ -63,15 +56,15 @@ def _create(user: Any, body: LabIn) -> Lab:
         owner = get_user_model().objects.filter(username=body.owner).first()
         if owner is None:
             raise Http404(f"There is no user {body.owner!r}.")
-    if Lab.objects.filter(owner=owner).count() >= max_labs():
-        raise PolicyViolation(
-            f"{owner.get_username()} has {max_labs()} labs already, the most one person may have; delete one first"
-        )
+    # Over the owner's or the server's limit: 409 POLICY_VIOLATION (lab.limits, in create_lab).
     return create_lab(owner, body.name, brokers=body.brokers, config=dict(body.config))
 
 
 @router.post("/labs", response={201: LabOut, **ERRORS}, summary="Create a lab and start it")
 async def create(request: HttpRequest, body: LabIn) -> Any:
+    """A lab for you, or (an instructor) for the person ``owner`` names. Beyond the owner's limit
+    (``LAB_MAX_LABS_PER_USER``, ``LAB_MAX_LABS_PER_INSTRUCTOR``) or the server's (``LAB_MAX_LIVE_LABS``)
+    it is a 409 ``POLICY_VIOLATION`` that says which, and nothing is made."""
     user = driver.user_of(request)
     lab = await sync_to_async(_create)(user, body)
     live = await asyncio.to_thread(live_of, lab)
@@ -89,34 +82,10 @@ async def get_lab(request: HttpRequest, slug: str) -> Any:
     return {**out, "snapshot": snapshot}
 
 
-def _delete_data(lab: Lab) -> None:
-    """Stop the lab, then remove its logs and its ZooKeeper chroot (the row goes after)."""
-    running = runtime.get(lab.slug)
-    if running is not None and running.zookeeper_outage:
-        raise ZooKeeperNotAvailable(
-            f"{running.zookeeper_outage}; the lab cannot be deleted until it answers (its znodes go with it)"
-        )
-    runtime.stop(lab.slug)
-    data = Path(lab.data_dir).resolve()
-    if data.is_relative_to(labs_dir().resolve()) and data.exists():
-        shutil.rmtree(data, ignore_errors=True)
-    hosts: str = settings.LAB_ZOOKEEPER
-    if hosts and lab.zookeeper_chroot:
-        from lab.engine.metadata.zookeeper import ZooKeeperStore
-        from lab.labs import store_for_labs
-
-        if store_for_labs().zookeeper:
-            store = ZooKeeperStore(hosts, chroot=lab.zookeeper_chroot)
-            try:
-                store.delete_chroot()
-            finally:
-                store.close()
-
-
 @router.delete("/labs/{slug}", response={204: None, **ERRORS}, summary="Delete a lab with its data")
 async def delete_lab(request: HttpRequest, slug: str) -> Any:
     lab = await driver.lab_for(request, slug, act=True)
-    await asyncio.to_thread(_delete_data, lab)
+    await asyncio.to_thread(delete_lab_data, lab)
     await lab.adelete()
     return Status(204, None)
 

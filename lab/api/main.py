@@ -11,14 +11,14 @@ from __future__ import annotations
 from typing import Any
 
 from django.http import HttpRequest
-from ninja import NinjaAPI
 
 from lab.accounts.models import TOKEN_PREFIX, role_of
 from lab.api import control, errors, groups, labs, records, scenarios, topics
 from lab.api.auth import TokenAuth
+from lab.api.openapi import LabApi
 from lab.api.schemas import MeOut
 
-api = NinjaAPI(
+api = LabApi(
     title="Kafka Lab API",
     version="1",
     description=(

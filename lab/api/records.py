@@ -12,24 +12,26 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.http import HttpRequest
-from ninja import Path, Query, Router
+from django.http import HttpRequest, HttpResponse
+from django.urls import reverse
+from ninja import Path, Query, Router, Status
+from ninja.errors import ValidationError
 
-from lab.api import driver
+from lab.api import driver, openapi, produce
 from lab.api.errors import ERRORS
 from lab.api.schemas import (
     MAX_NAME,
-    MAX_PARTITIONS,
-    MAX_RECORDS,
     TOPIC_PATTERN,
     ConsumeIn,
     ConsumeOut,
+    ProduceFailedOut,
     ProduceIn,
     ProduceOut,
+    ProducePendingOut,
     RecordsOut,
 )
-from lab.engine import errors
-from lab.engine.errors import IllegalArgument, KafkaError, NonEmptyGroup, UnknownTopicOrPartition
+from lab.engine import errors, limits
+from lab.engine.errors import NonEmptyGroup, UnknownTopicOrPartition
 from lab.engine.ids import TopicPartition
 from lab.runtime import actions
 from lab.runtime.live import LiveLab
@@ -42,28 +44,74 @@ TopicName = Path(..., min_length=1, max_length=MAX_NAME, pattern=TOPIC_PATTERN)
 # ----------------------------------------------------------------------------- produce
 
 
-def _outcome(future: Any, acks: str) -> dict[str, Any]:
-    if not future.done():
-        return {"status": "pending"}
-    error = future.failed_with()
-    if error is not None:
-        name = error.name if isinstance(error, KafkaError) else "UNKNOWN_SERVER_ERROR"
-        message = error.message if isinstance(error, KafkaError) else str(error)
-        return {"status": "failed", "error": name, "message": message}
-    md = future.result()
-    if acks == "0":
-        # No answer comes back with acks=0: the producer does not learn the offset.
-        return {"status": "sent", "partition": md.partition}
-    return {"status": "acknowledged", "partition": md.partition, "offset": md.offset}
+def _close_when_answered(lab: LiveLab, request: produce.ProduceRequest) -> None:
+    """A producer made for one request (its own ``retries``) closes once every record has its answer."""
+    cluster = lab.cluster
+
+    def close() -> None:
+        request.producer.close()
+        cluster.clients.pop(request.producer.client_id, None)
+
+    if request.answered():
+        close()
+        return
+    name = f"api-produce-{request.id}"
+
+    def hook(lab: LiveLab) -> None:
+        if lab.cluster is not cluster:  # reset: that cluster, and the producer with it, is gone
+            lab.remove_tick_hook(name)
+        elif request.answered():
+            close()
+            lab.remove_tick_hook(name)
+
+    lab.add_tick_hook(name, hook)
+
+
+def _answer(response: HttpResponse, status: int, body: dict[str, Any]) -> Any:
+    if status == 202:
+        response["Location"] = body["poll"]
+        response["Retry-After"] = str(produce.POLL_AFTER_S)
+    return Status(status, body)
+
+
+PRODUCE_RESPONSES: dict[int, Any] = {
+    200: ProduceOut,
+    202: ProducePendingOut,
+    **ERRORS,
+    409: ProduceFailedOut,
+}
+# The 202's headers, in the document.
+POLL_HEADERS = {
+    "responses": {
+        202: {
+            "headers": {
+                "Location": {"description": "where to ask for the outcome", "schema": {"type": "string"}},
+                "Retry-After": {
+                    "description": "seconds to wait before asking",
+                    "schema": {"type": "integer"},
+                },
+            }
+        }
+    }
+}
 
 
 @router.post(
-    "/labs/{slug}/topics/{topic}/records", response={200: ProduceOut, **ERRORS}, summary="Produce records"
+    "/labs/{slug}/topics/{topic}/records",
+    response=PRODUCE_RESPONSES,
+    summary="Produce records",
+    openapi_extra=POLL_HEADERS,
 )
-async def produce(request: HttpRequest, slug: str, body: ProduceIn, topic: str = TopicName) -> Any:
-    """Send records with one producer (``acks`` 0, 1 or all); each record's partition and offset, or its
-    Kafka error (NOT_ENOUGH_REPLICAS below min.insync.replicas with acks=all, say). A record with no answer
-    after a few seconds (a paused clock, a leader gone) is ``pending``."""
+async def produce_records(
+    request: HttpRequest, response: HttpResponse, slug: str, body: ProduceIn, topic: str = TopicName
+) -> Any:
+    """Send records with one producer (``acks`` 0, 1 or all; ``retries``, Kafka's default: retry until
+    delivery.timeout.ms). **200** when every record is written (each with its partition and offset),
+    **409** when some failed (each failed record with Kafka's error, NOT_ENOUGH_REPLICAS below
+    min.insync.replicas with acks=all, say), **202** when some still have no answer after a few
+    seconds (no leader, the producer retrying, a paused clock): poll ``Location`` for the outcome."""
+    request_id = produce.new_id()
+    poll = reverse("api:produce-request", kwargs={"slug": slug, "request_id": request_id})
 
     def run(lab: LiveLab) -> Any:
         cluster = lab.cluster
@@ -75,25 +123,63 @@ async def produce(request: HttpRequest, slug: str, body: ProduceIn, topic: str =
                 )
         if body.retries is None:
             producer = lab.producer(body.acks)  # the dashboard's producer for these acks, kept by the lab
-            own = None
         else:
-            producer = own = cluster.producer(acks=body.acks, retries=body.retries)
+            producer = cluster.producer(acks=body.acks, retries=body.retries)
+        since = cluster.journal.last_seq
         futures = [producer.send(topic, r.value, key=r.key, partition=r.partition) for r in body.records]
+        sent = produce.ProduceRequest(
+            id=request_id,
+            slug=slug,
+            topic=topic,
+            acks=body.acks,
+            cluster=cluster,
+            producer=producer,
+            futures=futures,
+            since_seq=since,
+        )
+        produce.requests.add(sent)
 
-        def answer() -> dict[str, Any]:
-            out = {"acks": body.acks, "records": [_outcome(f, body.acks) for f in futures]}
-            if own is not None:
-                # A producer made for this request goes with it: what is still pending is abandoned.
-                own.close()
-                cluster.clients.pop(own.client_id, None)
-            return out
+        def answer() -> tuple[int, dict[str, Any]]:
+            if body.retries is not None:
+                _close_when_answered(lab, sent)
+            return produce.outcome(lab, sent, poll)
 
-        return driver.settle(lambda: all(f.done() for f in futures), answer)
+        return driver.settle(sent.answered, answer)
 
-    return await driver.act(request, slug, run)
+    status, out = await driver.act(request, slug, run)
+    return _answer(response, status, out)
+
+
+@router.get(
+    "/labs/{slug}/produce-requests/{request_id}",
+    response=PRODUCE_RESPONSES,
+    summary="A produce's outcome",
+    url_name="produce-request",
+    openapi_extra=POLL_HEADERS,
+)
+async def produce_request(request: HttpRequest, response: HttpResponse, slug: str, request_id: str) -> Any:
+    """What became of a produce's records now, answered as the produce is: 200 every record written, 409 some
+    failed (Kafka's error on each), 202 some still without an answer (ask again after ``Retry-After``)."""
+    poll = reverse("api:produce-request", kwargs={"slug": slug, "request_id": request_id})
+
+    def run(lab: LiveLab) -> tuple[int, dict[str, Any]]:
+        return produce.outcome(lab, produce.requests.get(slug, request_id), poll)
+
+    status, out = await driver.act(request, slug, run)  # the lab owner's, as the produce was
+    return _answer(response, status, out)
 
 
 # ----------------------------------------------------------------------------- read
+
+
+openapi.exclusive_query(
+    method="get",
+    path="/api/labs/{slug}/topics/{topic}/records",
+    name="start",
+    fields=("offset", "timestamp"),
+    description="where to start: ?offset=N, or ?timestamp=T (the first record at or after that time), "
+    "not both; neither starts at the log start offset",
+)
 
 
 @router.get(
@@ -103,20 +189,23 @@ async def read(
     request: HttpRequest,
     slug: str,
     topic: str = TopicName,
-    partition: int = Query(..., ge=0, le=MAX_PARTITIONS),
+    partition: int = Query(..., ge=limits.PARTITION.low, le=limits.PARTITION.high),
     offset: int | None = Query(None, ge=0, description="start here (default: the log start offset)"),
     timestamp: int | None = Query(
         None, ge=0, description="or start at the first record at or after this time"
     ),
-    limit: int = Query(100, ge=1, le=MAX_RECORDS),
+    limit: int = Query(100, ge=limits.RECORDS.low, le=limits.RECORDS.high),
     search: str | None = Query(
-        None, max_length=200, description="keep records whose key or value contains it"
+        None, max_length=limits.SEARCH.max_length, description="keep records whose key or value contains it"
     ),
 ) -> Any:
     """Records of one partition as a consumer sees them: committed ones only (below the high watermark),
     read at the leader. Commits nothing; anyone who may see the lab may read."""
     if offset is not None and timestamp is not None:
-        raise IllegalArgument("start at an offset or at a timestamp, not both")
+        # The OpenAPI document says so too (offset and timestamp are one parameter object, at most one set).
+        raise ValidationError(
+            [{"loc": ("query", "timestamp"), "msg": "start at an offset or at a timestamp, not both"}]
+        )
 
     def run(lab: LiveLab) -> Any:
         records = lab.cluster.browse(

@@ -1,40 +1,134 @@
-"""What the API reads and writes. Inputs refuse unknown fields, so a typo is a 400 naming it, not a silent default."""
+"""What the API reads and writes.
+
+Inputs refuse unknown fields, so a typo is a 400 naming it, not a silent default. Every limit is the
+lab's one definition (``lab.engine.limits``), and every rule a request must follow is in its schema,
+cross-field rules included (``oneOf``): a request the OpenAPI document calls valid is one the API takes
+(the cluster may still refuse it, with Kafka's error and a 409).
+"""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from collections.abc import Callable, Mapping
+from typing import Annotated, Any, Literal, cast
 
 from ninja import Schema
-from pydantic import ConfigDict, Field
+from pydantic import AfterValidator, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic.functional_validators import ModelWrapValidatorHandler
 
-from lab.engine.config import BROKER_KEYS, TOPIC_KEYS
+from lab.api.errors import ErrorOut
+from lab.engine import limits
+from lab.engine.admin import INTERNAL_TOPICS, validate_new_topic_name
+from lab.engine.config import BROKER_KEYS, TOPIC_KEYS, ConfigKey
+from lab.engine.errors import InvalidConfig
+from lab.engine.limits import Text, Whole
 from lab.scenarios.yamlsafe import MAX_CHARS as MAX_SCENARIO_CHARS
 
-MAX_BROKERS = 12
-MAX_PARTITIONS = 32
-MAX_RECORDS = 1000
-MAX_KEY = 10_000
-MAX_VALUE = 100_000
-MAX_NAME = 249  # Kafka's longest topic name; group ids and lab names are held to it too
-# The characters of a legal topic name: an existing topic is named with them (creating one with others
-# gets Kafka's INVALID_TOPIC_EXCEPTION from the engine, in Kafka's words).
-TOPIC_PATTERN = r"^[a-zA-Z0-9._-]+$"
-
-ConfigValue = str | int | float | bool
+# For path and query parameters (ninja's Path and Query take the same keywords).
+MAX_NAME = limits.TOPIC_NAME.max_length
+TOPIC_PATTERN = limits.TOPIC_NAME.json_pattern
 
 
-def _config_field(keys: Any, what: str) -> Any:
-    """A config mapping whose documented keys are Kafka's (the engine checks keys and values: INVALID_CONFIG)."""
-    return Field(
-        default_factory=dict,
-        description=f"{what} config overrides, by Kafka's key",
-        json_schema_extra={"propertyNames": {"enum": sorted(keys)}},
-    )
+def _integral(value: Any) -> Any:
+    """JSON has one kind of number: 3.0 is the integer 3 (JSON Schema says so too); 3.5 is not."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, list):
+        return [_integral(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _integral(v) for k, v in value.items()}
+    return value
+
+
+def whole(limit: Whole, default: Any = ..., **kw: Any) -> Any:
+    """A field for a whole number within the lab's ``limit``."""
+    return Field(default, ge=limit.low, le=limit.high, **kw)
+
+
+def _refuse(reserved: tuple[str, ...]) -> Callable[[str], str]:
+    def check(text: str) -> str:
+        if text in reserved:
+            raise ValueError(f"cannot be {' or '.join(map(repr, reserved))}")
+        return text
+
+    return check
+
+
+def text(limit: Text) -> Any:
+    """The type of a text field within the lab's ``limit`` (its length, its pattern, its reserved words)."""
+    extra: dict[str, Any] = {"not": {"enum": list(limit.reserved)}} if limit.reserved else {}
+    return Annotated[
+        str,
+        Field(
+            min_length=limit.min_length or None,
+            max_length=limit.max_length,
+            pattern=limit.json_pattern,
+            json_schema_extra=extra or None,
+        ),
+        AfterValidator(_refuse(limit.reserved)),
+    ]
+
+
+def _unique(items: list[Any]) -> list[Any]:
+    if len(set(items)) != len(items):
+        raise ValueError("lists an item twice")
+    return items
+
+
+def exactly_one_of(*choices: tuple[str, ...]) -> dict[str, Any]:
+    """JSON Schema for "exactly one of these groups of fields" when every field may also be null (absent):
+    each branch requires its fields as non-null and the others' fields null or absent."""
+    every = {name for group in choices for name in group}
+    return {
+        "oneOf": [
+            {
+                "required": list(group),
+                "properties": {
+                    name: ({"not": {"type": "null"}} if name in group else {"type": "null"}) for name in every
+                },
+            }
+            for group in choices
+        ]
+    }
 
 
 class In(Schema):
     # Strict: JSON's false is not the number 0 and "3" is not 3; a field nobody declared is a typo.
     model_config = ConfigDict(extra="forbid", strict=True)
+
+    # In place of ninja's root validator (which reads fields through a DjangoGetter, for ORM objects):
+    # an input is JSON, whose numbers are read as JSON Schema reads them.
+    @model_validator(mode="wrap")
+    @classmethod
+    def _run_root_validator(
+        cls, values: Any, handler: ModelWrapValidatorHandler[Any], info: ValidationInfo
+    ) -> Any:
+        return handler(_integral(values))
+
+
+# ----------------------------------------------------------------------------- configs
+
+
+def config_field(keys: Mapping[str, ConfigKey], what: str) -> Any:
+    """Config overrides by Kafka's key, each value typed as its key is (an integer, true/false, text)."""
+    return Field(
+        default_factory=dict,
+        description=f"{what} config overrides, by Kafka's key",
+        json_schema_extra={
+            "properties": {name: cast(Any, key.json_schema()) for name, key in keys.items()},
+            "additionalProperties": False,
+        },
+    )
+
+
+def clean_config(keys: Mapping[str, ConfigKey], what: str, given: Mapping[str, Any]) -> dict[str, str]:
+    """The values Kafka stores, each checked by its key; INVALID_CONFIG (a 400) names the first bad one."""
+    out: dict[str, str] = {}
+    for name, value in given.items():
+        key = keys.get(name)
+        if key is None:
+            raise InvalidConfig(f"Unknown {what} config name: {name}")
+        out[name] = key.from_json(value)
+    return out
 
 
 # ----------------------------------------------------------------------------- who
@@ -54,14 +148,21 @@ class MessageOut(Schema):
 
 
 class LabIn(In):
-    name: str = Field(
-        min_length=1, max_length=100, description="shown on the lab's page; its slug comes from it"
-    )
-    brokers: int = Field(3, ge=1, le=MAX_BROKERS)
-    config: dict[str, ConfigValue] = _config_field(BROKER_KEYS, "broker")
+    name: text(limits.LAB_NAME) = Field(description="shown on the lab's page; its slug comes from it")  # type: ignore[valid-type]
+    brokers: int = whole(limits.BROKERS, 3)
+    config: dict[str, Any] = config_field(BROKER_KEYS, "broker")
     owner: str | None = Field(
-        None, max_length=150, description="instructors only: make the lab for this user (a student)"
+        None,
+        min_length=1,
+        max_length=150,
+        pattern=r"^[\w.@+-]+$",  # Django's user names
+        description="instructors only: make the lab for this user (a student)",
     )
+
+    @field_validator("config")
+    @classmethod
+    def _config(cls, value: dict[str, Any]) -> dict[str, str]:
+        return clean_config(BROKER_KEYS, "broker", value)
 
 
 class LabOut(Schema):
@@ -85,11 +186,42 @@ class LabDetailOut(LabOut):
 # ----------------------------------------------------------------------------- topics
 
 
+def _topic_name(name: str) -> str:
+    validate_new_topic_name(
+        name
+    )  # Kafka's rules and words, no internal topic: INVALID_TOPIC_EXCEPTION, a 400
+    return name
+
+
+# A new topic's name: the JSON schema tells Kafka's rules, the engine's check applies them.
+TopicName = Annotated[
+    str,
+    Field(
+        json_schema_extra={
+            "minLength": limits.TOPIC_NAME.min_length,
+            "maxLength": limits.TOPIC_NAME.max_length,
+            "pattern": limits.TOPIC_NAME.json_pattern,
+            "not": {"enum": [*limits.TOPIC_NAME.reserved, *INTERNAL_TOPICS]},
+        }
+    ),
+    AfterValidator(_topic_name),
+]
+
+
 class TopicIn(In):
-    name: str = Field(min_length=1, max_length=MAX_NAME)
-    partitions: int = Field(1, ge=1, le=MAX_PARTITIONS)
-    replication_factor: int = Field(1, ge=1, le=MAX_BROKERS)
-    config: dict[str, ConfigValue] = _config_field(TOPIC_KEYS, "topic")
+    name: TopicName
+    partitions: int = whole(limits.PARTITIONS, 1)
+    replication_factor: int = whole(
+        limits.REPLICATION_FACTOR,
+        1,
+        description="at most the lab's brokers (INVALID_REPLICATION_FACTOR, 409)",
+    )
+    config: dict[str, Any] = config_field(TOPIC_KEYS, "topic")
+
+    @field_validator("config")
+    @classmethod
+    def _config(cls, value: dict[str, Any]) -> dict[str, str]:
+        return clean_config(TOPIC_KEYS, "topic", value)
 
 
 class TopicSummaryOut(Schema):
@@ -119,7 +251,10 @@ class PartitionOut(Schema):
     isr: list[int]
     offline: bool
     under_replicated: bool
-    logs: dict[str, dict[str, Any]] = Field(description="by broker id: log_start_offset, high_watermark...")
+    logs: dict[str, dict[str, Any]] = Field(
+        description="by broker id: log_start_offset (the log start: the oldest offset kept), high_watermark, "
+        "log_end_offset, leader_epoch, online, role"
+    )
 
 
 class TopicOut(Schema):
@@ -129,43 +264,76 @@ class TopicOut(Schema):
     configs: list[ConfigOut]
 
 
+TopicKey = Annotated[str, Field(json_schema_extra={"enum": sorted(TOPIC_KEYS)})]
+
+
 class ConfigPatchIn(In):
-    set: dict[str, ConfigValue] = _config_field(TOPIC_KEYS, "topic")
-    remove: list[str] = Field(default_factory=list, max_length=100, description="overrides to drop, by key")
+    set: dict[str, Any] = config_field(TOPIC_KEYS, "topic")
+    remove: list[TopicKey] = Field(
+        default_factory=list, max_length=len(TOPIC_KEYS), description="overrides to drop, by key"
+    )
+
+    @field_validator("set")
+    @classmethod
+    def _set(cls, value: dict[str, Any]) -> dict[str, str]:
+        return clean_config(TOPIC_KEYS, "topic", value)
+
+    @field_validator("remove")
+    @classmethod
+    def _remove(cls, value: list[str]) -> list[str]:
+        unknown = [k for k in value if k not in TOPIC_KEYS]
+        if unknown:
+            raise InvalidConfig(f"Unknown topic config name: {unknown[0]}")
+        return value
 
 
 class PartitionsIn(In):
-    total: int = Field(ge=1, le=MAX_PARTITIONS, description="the partition count to grow to")
+    total: int = whole(limits.PARTITIONS, description="the partition count to grow to (more than it has)")
+
+
+BrokerIdIn = Annotated[int, Field(ge=limits.BROKER_ID.low, le=limits.BROKER_ID.high)]
+PartitionIn = Annotated[int, Field(ge=limits.PARTITION.low, le=limits.PARTITION.high)]
+# A partition's number as a JSON object's key: "0" to "31", written as the partition is.
+PARTITION_KEY = (
+    "^(?:" + "|".join(str(p) for p in range(limits.PARTITION.low, limits.PARTITION.high + 1)) + ")$"
+)
+Replicas = Annotated[
+    list[BrokerIdIn],
+    Field(min_length=1, max_length=limits.REPLICATION_FACTOR.high, json_schema_extra={"uniqueItems": True}),
+    AfterValidator(_unique),
+]
 
 
 class ReassignIn(In):
-    plan: dict[str, list[int]] = Field(
+    plan: dict[Annotated[str, Field(pattern=PARTITION_KEY)], Replicas] = Field(
         description='{"0": [1, 2, 3], ...}: the new replica list of each partition, by partition number',
-        json_schema_extra={"propertyNames": {"pattern": "^[0-9]{1,4}$"}},
-        max_length=MAX_PARTITIONS,
+        min_length=1,
+        max_length=limits.PARTITIONS.high,
+        json_schema_extra={"additionalProperties": False},
     )
 
 
 class ElectIn(In):
-    partitions: list[int] | None = Field(None, max_length=MAX_PARTITIONS, description="default: every one")
+    partitions: list[PartitionIn] | None = Field(
+        None, min_length=1, max_length=limits.PARTITIONS.high, description="default: every one"
+    )
 
 
 # ----------------------------------------------------------------------------- records
 
 
 class RecordIn(In):
-    key: str | None = Field(None, max_length=MAX_KEY)
-    value: str | None = Field(None, max_length=MAX_VALUE)
-    partition: int | None = Field(None, ge=0, le=MAX_PARTITIONS, description="default: the partitioner picks")
+    key: text(limits.KEY) | None = None  # type: ignore[valid-type]
+    value: text(limits.VALUE) | None = None  # type: ignore[valid-type]
+    partition: PartitionIn | None = Field(None, description="default: the partitioner picks")
 
 
 class ProduceIn(In):
-    records: list[RecordIn] = Field(min_length=1, max_length=MAX_RECORDS)
+    records: list[RecordIn] = Field(min_length=1, max_length=limits.RECORDS.high)
     acks: Literal["0", "1", "all"] = "all"
-    retries: int | None = Field(
+    retries: int | None = whole(
+        limits.RETRIES,
         None,
-        ge=0,
-        le=2_147_483_647,
         description="the producer's retries (Kafka's default: 2147483647, until delivery.timeout.ms); "
         "0 shows a retriable error such as NOT_ENOUGH_REPLICAS at once",
     )
@@ -173,17 +341,35 @@ class ProduceIn(In):
 
 class SendResult(Schema):
     status: Literal["acknowledged", "failed", "sent", "pending"] = Field(
-        description="sent: acks=0, no answer comes; pending: no answer yet (the clock may be paused)"
+        description="acknowledged: written, at this offset; failed: Kafka's error says why; "
+        "sent: acks=0, no answer comes; pending: no answer yet (the producer retries; the clock may be paused)"
     )
     partition: int | None = None
     offset: int | None = None
-    error: str | None = None
+    error: str | None = Field(None, description="Kafka's error, by name, for a failed record")
     message: str | None = None
 
 
 class ProduceOut(Schema):
+    id: str = Field(
+        description="this produce's id: GET /api/labs/{slug}/produce-requests/{id} tells it again"
+    )
     acks: str
     records: list[SendResult]
+
+
+class ProducePendingOut(ProduceOut):
+    status: Literal["pending"]
+    message: str = Field(description="how many records wait, and why (the errors the producer retries after)")
+    poll: str = Field(description="where to ask for the outcome (also the Location header)")
+
+
+class ProduceFailedOut(ErrorOut):
+    """A 409: the error of the first failed record, and (for a produce) every record's outcome."""
+
+    id: str | None = None
+    acks: str | None = None
+    records: list[SendResult] | None = None
 
 
 class RecordOut(Schema):
@@ -201,9 +387,9 @@ class RecordsOut(Schema):
 
 
 class ConsumeIn(In):
-    group: str = Field(min_length=1, max_length=MAX_NAME)
-    partition: int | None = Field(None, ge=0, le=MAX_PARTITIONS, description="default: every partition")
-    limit: int = Field(100, ge=1, le=MAX_RECORDS)
+    group: text(limits.GROUP_ID)  # type: ignore[valid-type]
+    partition: PartitionIn | None = Field(None, description="default: every partition")
+    limit: int = whole(limits.RECORDS, 100)
     auto_offset_reset: Literal["earliest", "latest"] = Field(
         "latest", description="where a partition with no committed offset starts (Kafka's default: latest)"
     )
@@ -240,11 +426,57 @@ class GroupOut(Schema):
 
 
 class ResetIn(In):
-    topic: str = Field(min_length=1, max_length=MAX_NAME, pattern=TOPIC_PATTERN)
+    topic: text(limits.TOPIC_NAME)  # type: ignore[valid-type]
     to: Literal["earliest", "latest", "offset", "timestamp"]
-    offset: int | None = Field(None, ge=0, description="with to=offset")
-    timestamp: int | None = Field(None, ge=0, description="with to=timestamp: ms since the epoch, virtual")
-    partitions: list[int] | None = Field(None, max_length=MAX_PARTITIONS, description="default: every one")
+    offset: int | None = Field(None, ge=0, description="with to=offset, and only then")
+    timestamp: int | None = Field(
+        None, ge=0, description="with to=timestamp, and only then: ms of the lab's virtual time"
+    )
+    partitions: list[PartitionIn] | None = Field(
+        None, min_length=1, max_length=limits.PARTITIONS.high, description="default: every one"
+    )
+
+    model_config = ConfigDict(
+        extra="forbid",
+        strict=True,
+        json_schema_extra={
+            "oneOf": [
+                {
+                    "properties": {
+                        "to": {"enum": ["earliest", "latest"]},
+                        "offset": {"type": "null"},
+                        "timestamp": {"type": "null"},
+                    }
+                },
+                {
+                    "required": ["offset"],
+                    "properties": {
+                        "to": {"const": "offset"},
+                        "offset": {"not": {"type": "null"}},
+                        "timestamp": {"type": "null"},
+                    },
+                },
+                {
+                    "required": ["timestamp"],
+                    "properties": {
+                        "to": {"const": "timestamp"},
+                        "offset": {"type": "null"},
+                        "timestamp": {"not": {"type": "null"}},
+                    },
+                },
+            ]
+        },
+    )
+
+    @model_validator(mode="after")
+    def _target(self) -> ResetIn:
+        for field in ("offset", "timestamp"):
+            given = getattr(self, field) is not None
+            if self.to == field and not given:
+                raise ValueError(f"to={field} needs {field}")
+            if given and self.to != field:
+                raise ValueError(f"{field} goes with to={field} only")
+        return self
 
 
 class ResetOut(Schema):
@@ -260,7 +492,7 @@ class KillIn(In):
 
 
 class SlowIn(In):
-    delay_ms: int = Field(2000, ge=1, le=60_000)
+    delay_ms: int = whole(limits.SLOW_MS, 2000)
 
 
 class IsolateIn(In):
@@ -268,12 +500,22 @@ class IsolateIn(In):
 
 
 class StepIn(In):
-    events: int | None = Field(None, ge=1, le=1000)
-    ms: int | None = Field(None, ge=1, le=60_000)
+    events: int | None = whole(limits.STEP_EVENTS, None, description="run this many events; or")
+    ms: int | None = whole(limits.STEP_MS, None, description="run this much virtual time")
+
+    model_config = ConfigDict(
+        extra="forbid", strict=True, json_schema_extra=exactly_one_of(("events",), ("ms",))
+    )
+
+    @model_validator(mode="after")
+    def _one(self) -> StepIn:
+        if (self.events is None) == (self.ms is None):
+            raise ValueError("step either some events or some ms, not both and not neither")
+        return self
 
 
 class SpeedIn(In):
-    rate: float = Field(ge=0.1, le=10.0)
+    rate: float = Field(ge=limits.CLOCK_RATE.low, le=limits.CLOCK_RATE.high)
 
 
 class ClockOut(Schema):
@@ -317,6 +559,18 @@ class ScenarioOut(Schema):
 class RunIn(In):
     scenario: str | None = Field(None, max_length=100, description="a shipped scenario's slug")
     yaml: str | None = Field(None, max_length=MAX_SCENARIO_CHARS, description="or a scenario file's text")
+
+    model_config = ConfigDict(
+        extra="forbid", strict=True, json_schema_extra=exactly_one_of(("scenario",), ("yaml",))
+    )
+
+    @model_validator(mode="after")
+    def _one(self) -> RunIn:
+        if (self.scenario is None) == (self.yaml is None):
+            raise ValueError(
+                "send either scenario (a shipped scenario's slug) or yaml (a scenario file's text)"
+            )
+        return self
 
 
 class RunOut(Schema):

@@ -40,8 +40,8 @@ def _emit(figure: dict[str, Any]) -> None:
     print(json.dumps(figure), flush=True)
 
 
-def _batch() -> bytes:
-    return build_batch([(None, bytes(range(RECORD_BYTES)))] * BATCH_RECORDS, timestamp_ms=1_700_000_000_000)
+def _batch(records: int = BATCH_RECORDS) -> bytes:
+    return build_batch([(None, bytes(range(RECORD_BYTES)))] * records, timestamp_ms=1_700_000_000_000)
 
 
 def _cluster(data_dir: Path) -> Cluster:
@@ -53,9 +53,10 @@ def _cluster(data_dir: Path) -> Cluster:
 class _Pipeline:
     """A bare client: prebuilt batches straight to each partition's leader, up to IN_FLIGHT a leader."""
 
-    def __init__(self, cluster: Cluster, batch: bytes) -> None:
+    def __init__(self, cluster: Cluster, batch: bytes, batch_records: int = BATCH_RECORDS) -> None:
         self.cluster = cluster
         self.batch = batch
+        self.batch_records = batch_records
         self.endpoint = Endpoint(cluster.network, cluster.scheduler, "bench-client", lambda env: None)
         self.leaders = {p: cluster.leader_of("bench", p) for p in range(3)}
         self.acked_batches = 0
@@ -67,7 +68,7 @@ class _Pipeline:
         assert leader is not None
         tp = TopicPartition("bench", partition)
         request = ProduceRequest(
-            acks=-1, timeout_ms=30_000, partitions={tp: self.batch}, records=BATCH_RECORDS
+            acks=-1, timeout_ms=30_000, partitions={tp: self.batch}, records=self.batch_records
         )
         self.sent += 1
         self.endpoint.request(leader, request, lambda r: self._answered(partition, tp, r), timeout_ms=30_000)

@@ -10,16 +10,17 @@ from __future__ import annotations
 import logging
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
-from django.db import close_old_connections
+from django.db import close_old_connections, transaction
 
 from lab.classroom import attach
 from lab.classroom.copying import DemoState, fill
 from lab.classroom.grading import now_iso
 from lab.classroom.models import Demo, DemoCopy
 from lab.labs import create_lab, live_of, save_spec
+from lab.limits import LabLimitReached
 from lab.models import Lab
 
 log = logging.getLogger(__name__)
@@ -39,21 +40,46 @@ def _pool() -> ThreadPoolExecutor:
         return _executor
 
 
-def make_copies(demo: Demo, state: DemoState, users: list[Any]) -> list[DemoCopy]:
-    """One new lab per user with the demo's brokers, config and topics (empty until filled)."""
-    copies = []
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Refused:
+    """A student who got no copy, and why (a lab limit: theirs, or the server's)."""
+
+    user: Any
+    why: LabLimitReached
+
+
+def make_copies(demo: Demo, state: DemoState, users: list[Any]) -> tuple[list[DemoCopy], list[Refused]]:
+    """One new lab per user with the demo's brokers, config and topics (empty until filled); a user
+    the lab limits refuse gets none, and is listed with the reason."""
+    copies, refused = [], []
     for user in users:
-        lab = create_lab(
-            user,
-            f"{demo.lab.name} (copy)"[:100],
-            brokers=state.brokers,
-            config=dict(state.config),
-            topics=state.topics,
-        )
-        lab.settings = {**lab.settings, "seed": state.seed}
-        lab.save(update_fields=["settings"])
-        copies.append(DemoCopy.objects.create(demo=demo, user=user, lab=lab))
-    return copies
+        try:
+            with transaction.atomic():
+                lab = create_lab(
+                    user,
+                    f"{demo.lab.name} (copy)"[:100],
+                    brokers=state.brokers,
+                    config=dict(state.config),
+                    topics=state.topics,
+                )
+                lab.settings = {**lab.settings, "seed": state.seed}
+                lab.save(update_fields=["settings"])
+                copies.append(DemoCopy.objects.create(demo=demo, user=user, lab=lab))
+        except LabLimitReached as why:
+            refused.append(Refused(user=user, why=why))
+    return copies, refused
+
+
+def refusals_in_words(refused: list[Refused]) -> str:
+    """ "Not handed a copy: ada, bob (10 labs already, the most a student may have); carol (the class
+    server is full (40 labs running))." Students grouped by reason, in the order they joined."""
+    if not refused:
+        return ""
+    by_reason: dict[str, list[str]] = {}
+    for r in refused:
+        by_reason.setdefault(r.why.reason, []).append(r.user.get_username())
+    parts = [f"{', '.join(names)} ({reason})" for reason, names in by_reason.items()]
+    return f"Not handed a copy: {'; '.join(parts)}."
 
 
 def fill_later(demo: Demo, state: DemoState, copies: list[DemoCopy]) -> list[Future[str]]:

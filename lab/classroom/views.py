@@ -17,7 +17,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.views import redirect_to_login
-from django.db import IntegrityError
+from django.db import IntegrityError, transaction
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
@@ -32,8 +32,10 @@ from lab.classroom.models import CODE_ALPHABET, Demo, DemoCopy, DemoViewer, Exer
 from lab.engine.errors import IllegalArgument, KafkaError
 from lab.exercises.format import Exercise
 from lab.labs import create_lab, live_of, zookeeper_outage
+from lab.limits import LabLimitReached
 from lab.models import Lab
 from lab.runtime.live import LiveLab
+from lab.scenarios.format import Scenario
 
 WAIT_S = 60.0
 
@@ -97,12 +99,18 @@ def exercise_list(request: HttpRequest) -> HttpResponse:
 @require_GET
 @login_required
 def exercise_page(request: HttpRequest, exercise: str) -> HttpResponse:
-    found = _exercise_or_404(exercise)
+    return _exercise_page(request, _exercise_or_404(exercise))
+
+
+def _exercise_page(
+    request: HttpRequest, found: Exercise, *, start_error: str = "", status: int = 200
+) -> HttpResponse:
     progress = ExerciseProgress.objects.filter(user=request.user, exercise=found.slug).first()
     return render(
         request,
         "classroom/exercise.html",
         {
+            "start_error": start_error,
             "exercise": found,
             "progress": progress,
             "status": _status(progress, found),
@@ -119,6 +127,7 @@ def exercise_page(request: HttpRequest, exercise: str) -> HttpResponse:
             "kafka_version": settings.LAB_KAFKA_VERSION,
             "zookeeper_outage": zookeeper_outage(progress.lab if progress else None),
         },
+        status=status,
     )
 
 
@@ -148,28 +157,32 @@ def questions_of(
 def exercise_start(request: HttpRequest, exercise: str) -> HttpResponse:
     """The student's own lab for the exercise (made now if they have none), with the setup playing."""
     found = _exercise_or_404(exercise)
-    progress, _ = ExerciseProgress.objects.get_or_create(user=request.user, exercise=found.slug)
-    if progress.lab is not None:
-        attach.ensure_exercise(progress)
-        return redirect(progress.lab.get_absolute_url())
     try:
-        lab = create_lab(
-            request.user,
-            found.title,
-            brokers=found.setup.cluster.brokers,
-            config=dict(found.setup.cluster.config),
-        )
+        # One transaction, the progress row locked: a double click makes one lab, not two.
+        with transaction.atomic():
+            progress, _ = ExerciseProgress.objects.get_or_create(user=request.user, exercise=found.slug)
+            progress = ExerciseProgress.objects.select_for_update().select_related("lab").get(pk=progress.pk)
+            fresh = progress.lab is None
+            if fresh:
+                progress.lab = _exercise_lab(request.user, found)
+                progress.checks, progress.start, progress.completed = {}, {}, None
+                progress.save(update_fields=["lab", "checks", "start", "completed"])
+    except LabLimitReached as refused:
+        return _exercise_page(request, found, start_error=refused.tell(request.user), status=409)
     except KafkaError as error:
-        return _toast(False, f"{error.name}: {error.message}", status=400)
+        return _exercise_page(request, found, start_error=f"{error.name}: {error.message}", status=400)
+    assert progress.lab is not None
+    attach.ensure_exercise(progress, fresh=fresh)
+    return redirect(progress.lab.get_absolute_url())
+
+
+def _exercise_lab(user: Any, found: Exercise) -> Lab:
+    lab = create_lab(
+        user, found.title, brokers=found.setup.cluster.brokers, config=dict(found.setup.cluster.config)
+    )
     lab.settings = {**lab.settings, "seed": found.setup.cluster.seed}
     lab.save(update_fields=["settings"])
-    progress.lab = lab
-    progress.checks = {}
-    progress.start = {}
-    progress.completed = None
-    progress.save(update_fields=["lab", "checks", "start", "completed"])
-    attach.ensure_exercise(progress, fresh=True)
-    return redirect(lab.get_absolute_url())
+    return lab
 
 
 @require_POST
@@ -354,14 +367,18 @@ async def demo_copy(request: HttpRequest, slug: str) -> HttpResponse:
         return _toast(False, f"{error.name}: {error.message}", status=409)
     except TimeoutError:
         return _toast(False, f"The lab did not answer within {WAIT_S:g} s.", status=504)
-    copies = await sync_to_async(handout.make_copies)(demo, state, viewers)
+    copies, refused = await sync_to_async(handout.make_copies)(demo, state, viewers)
+    not_handed = handout.refusals_in_words(refused)
+    if not copies:
+        return _toast(False, f"No student got a copy. {not_handed}", status=409)
     await asyncio.to_thread(attach.ensure_demo, demo)  # the banner that counts the copies ready
     handout.fill_later(demo, state, copies)
     skipped = f" Not copied (no leader): {'; '.join(state.skipped)}." if state.skipped else ""
     return _toast(
-        True,
+        not refused,
         f"Copying the demo for {len(copies)} student{'s' if len(copies) != 1 else ''}: "
-        f"{len(state.topics)} topic(s), {state.record_count} record(s).{skipped}",
+        f"{len(state.topics)} topic(s), {state.record_count} record(s).{skipped}"
+        + (f" {not_handed}" if not_handed else ""),
     )
 
 
@@ -444,10 +461,23 @@ def demo_my_copy(request: HttpRequest, code: str) -> HttpResponse:
 @require_GET
 @login_required
 def scenario_list(request: HttpRequest) -> HttpResponse:
+    return _scenario_list(request)
+
+
+def _scenario_list(
+    request: HttpRequest, *, refused: Scenario | None = None, error: str = "", status: int = 200
+) -> HttpResponse:
+    """The scenarios; above them, with ``error``, why the scenario ``refused`` did not open."""
     return render(
         request,
         "classroom/scenarios.html",
-        {"entries": content.scenarios(), "kafka_version": settings.LAB_KAFKA_VERSION},
+        {
+            "entries": content.scenarios(),
+            "kafka_version": settings.LAB_KAFKA_VERSION,
+            "refused": refused,
+            "open_error": error,
+        },
+        status=status,
     )
 
 
@@ -459,14 +489,20 @@ def scenario_open(request: HttpRequest, scenario: str) -> HttpResponse:
     if found is None:
         raise Http404("No such scenario (or the file does not parse: see the scenarios page).")
     try:
-        lab = create_lab(
-            request.user, found.name[:100], brokers=found.cluster.brokers, config=dict(found.cluster.config)
-        )
+        with transaction.atomic():
+            lab = create_lab(
+                request.user,
+                found.name[:100],
+                brokers=found.cluster.brokers,
+                config=dict(found.cluster.config),
+            )
+            lab.settings = {**lab.settings, "seed": found.cluster.seed}
+            lab.save(update_fields=["settings"])
+            scenario_lab = ScenarioLab.objects.create(lab=lab, scenario=found.slug)
+    except LabLimitReached as refused:
+        return _scenario_list(request, refused=found, error=refused.tell(request.user), status=409)
     except KafkaError as error:
-        return _toast(False, f"{error.name}: {error.message}", status=400)
-    lab.settings = {**lab.settings, "seed": found.cluster.seed}
-    lab.save(update_fields=["settings"])
-    scenario_lab = ScenarioLab.objects.create(lab=lab, scenario=found.slug)
+        return _scenario_list(request, refused=found, error=f"{error.name}: {error.message}", status=400)
     attach.ensure_player(scenario_lab)
     return redirect(lab.get_absolute_url())
 

@@ -16,7 +16,6 @@ DescribeLogDirs on any broker.
 from __future__ import annotations
 
 import contextlib
-import re
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Protocol
@@ -36,6 +35,7 @@ from lab.engine.errors import (
 )
 from lab.engine.events import Journal
 from lab.engine.ids import BrokerId, TopicPartition
+from lab.engine.limits import validate_topic_name
 from lab.engine.metadata import paths
 from lab.engine.metadata.store import CreateOp, NodeExists, NoNode, Op, OpResult, SetDataOp, Stat
 from lab.engine.storage.config import LogConfig
@@ -45,8 +45,6 @@ if TYPE_CHECKING:
     from lab.engine.broker import Broker
     from lab.engine.network import Envelope
 
-LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
-MAX_TOPIC_LENGTH = 249
 # Kafka's internal topics (Topic.INTERNAL_TOPICS): their coordinators create them, with their own
 # partitions and configs.
 INTERNAL_TOPICS = ("__consumer_offsets", "__transaction_state")
@@ -80,22 +78,6 @@ class ZkSession(Protocol):
 
 
 # ---------------------------------------------------------------------------- topic names
-
-
-def validate_topic_name(name: str) -> None:
-    """Kafka's Topic.validate: the same rules, the same words."""
-    if not name:
-        raise InvalidTopic("Topic name is illegal, it can't be empty")
-    if name in (".", ".."):
-        raise InvalidTopic('Topic name cannot be "." or ".."')
-    if len(name) > MAX_TOPIC_LENGTH:
-        raise InvalidTopic(
-            f"Topic name is illegal, it can't be longer than {MAX_TOPIC_LENGTH} characters, topic name: {name}"
-        )
-    if not LEGAL_TOPIC.match(name):
-        raise InvalidTopic(
-            f"Topic name \"{name}\" is illegal, it contains a character other than ASCII alphanumerics, '.', '_' and '-'"
-        )
 
 
 def validate_new_topic_name(name: str) -> None:

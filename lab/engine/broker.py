@@ -205,6 +205,9 @@ class Broker:
         self.gate = Gate()
         self.endpoint = Endpoint(ctx.network, ctx.scheduler, broker_id, self._handle_request, gate=self.gate)
         self.session: GatedSession | None = None
+        # The session of this broker's previous run, if it was killed: its /brokers/ids znode stays
+        # until ZooKeeper expires it (this run waits for that to register).
+        self.previous_session: GatedSession | None = None
         self._session_registered = False
         self._disconnected_ms: int | None = None  # when the session lost its connection, while it has
         self.broker_epoch = -1
@@ -1157,6 +1160,7 @@ class Broker:
                 topic=tp.topic,
                 partition=tp.partition,
                 isr=list(change.new_isr),
+                old_isr=list(change.old_isr),
             )
             if partition.maybe_increment_high_watermark():
                 self._high_watermark_moved(tp)

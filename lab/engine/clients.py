@@ -373,6 +373,7 @@ class Producer(_Client):
         self.acked = 0
         self.failed = 0
         self.retried = 0
+        self.topics: list[str] = []  # the topics it has written to, in the order it first did
         self._unacknowledged_by_design = 0  # acks=0: answered at once, never acknowledged
 
     # API
@@ -395,6 +396,8 @@ class Producer(_Client):
         now = self.scheduler.now_ms
         future = FutureRecordMetadata(now if timestamp is None else timestamp)
         self.sent += 1
+        if topic not in self.topics:
+            self.topics.append(topic)
         if not self._append(topic, key, value, partition, future):
             self._waiting.append((topic, key, value, partition, future, now))
             self.metadata.waiters.append(self._place_waiting)
@@ -712,6 +715,8 @@ class Producer(_Client):
                 f"retrying after retry.backoff.ms={self.retry_backoff_ms}",
                 topic=batch.tp.topic,
                 partition=batch.tp.partition,
+                client=self.client_id,
+                error=error.name,
             )
         if error.name in (
             "NOT_LEADER_OR_FOLLOWER",
@@ -731,6 +736,8 @@ class Producer(_Client):
             f"{self.client_id}: {batch.record_count} record(s) to {batch.tp} failed: {error}",
             topic=batch.tp.topic,
             partition=batch.tp.partition,
+            client=self.client_id,
+            error=error.name,
         )
 
 
@@ -850,9 +857,14 @@ class Consumer(_Client):
         """Records fetched so far; waits (driving the clock) up to ``timeout_ms`` when there are none."""
         if self.closed:
             raise IllegalState(f"consumer {self.client_id} is closed")
+        if not self._has_partitions_to_read():
+            raise IllegalState("Consumer is not subscribed to any topics or assigned any partitions")
         if not self._buffered and not self._errors and timeout_ms > 0:
             self.host.run_until_true(lambda: bool(self._buffered) or bool(self._errors), timeout_ms)
         return self.take()
+
+    def _has_partitions_to_read(self) -> bool:
+        return bool(self._assigned)
 
     def take(self, max_records: int | None = None) -> list[ConsumerRecord]:
         """Records fetched so far, without waiting (what a simulated consumer calls)."""

@@ -35,6 +35,7 @@ from lab.engine.errors import (
 from lab.engine.events import Event, Journal
 from lab.engine.ids import BrokerId, TopicPartition, kafka_uuid
 from lab.engine.ledger import Ledger
+from lab.engine.limits import BROKERS
 from lab.engine.metadata import paths
 from lab.engine.metadata.memory import MemoryStore
 from lab.engine.metadata.store import (
@@ -149,8 +150,8 @@ class Cluster:
         into znodes; the engine reads no clock, so a live lab passes the time it starts and
         everything else gets a fixed epoch (a run stays the same from its seed).
         """
-        if not 1 <= brokers <= 12:
-            raise IllegalArgument(f"a lab cluster has 1 to 12 brokers, not {brokers}")
+        if not BROKERS.low <= brokers <= BROKERS.high:
+            raise IllegalArgument(f"a lab cluster has {BROKERS.low} to {BROKERS.high} brokers, not {brokers}")
         broker_config = BrokerConfig.of(config)
         scheduler = Scheduler(seed)
         if store is None:
@@ -194,7 +195,10 @@ class Cluster:
         return next((f"broker {b.id}: {b.refused}" for b in self.brokers.values() if b.refused), None)
 
     def _start_broker(self, broker_id: BrokerId) -> Broker:
+        before = self.brokers.get(broker_id)
         broker = Broker(self.ctx, broker_id)
+        if before is not None and before.session is not None and before.session.expires_in_ms is not None:
+            broker.previous_session = before.session  # killed: ZooKeeper has not expired it yet
         self.brokers[broker_id] = broker
         broker.start()
         if "zookeeper" in self.isolation.get(broker_id, set()):

@@ -9,6 +9,7 @@ lab's own knobs and say so.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -98,6 +99,73 @@ class ConfigKey:
                     f"Invalid value {text} for configuration {self.name}: must be at most {self.maximum:g}"
                 )
         return value
+
+    # JSON values (the API's): typed as the key is, so a schema can say which values are good.
+
+    def json_schema(self) -> dict[str, object]:
+        """The JSON values this key takes, as JSON Schema: exactly what ``from_json`` accepts."""
+        schema: dict[str, object]
+        if self.kind in ("int", "long"):
+            bits = 31 if self.kind == "int" else 63
+            low, high = -(2**bits), 2**bits - 1
+            if self.minimum is not None:
+                low = max(low, math.ceil(self.minimum))
+            if self.maximum is not None:
+                high = min(high, math.floor(self.maximum))
+            schema = {"type": "integer", "minimum": low, "maximum": high}
+        elif self.kind == "double":
+            schema = {"type": "number"}
+            if self.minimum is not None:
+                schema["minimum"] = self.minimum
+            if self.maximum is not None:
+                schema["maximum"] = self.maximum
+        elif self.kind == "bool":
+            schema = {"type": "boolean"}
+        elif self.kind == "list":
+            schema = {"type": "string", "enum": list(self._lists())}
+        elif self.choices:
+            schema = {"type": "string", "enum": list(self.choices)}
+        else:
+            schema = {"type": "string"}
+        return {
+            **schema,
+            "description": f"{self.doc} Kafka's default: {self.kafka_default}; the lab's: {self.default}.",
+        }
+
+    def _lists(self) -> list[str]:
+        """Every list of distinct choices, comma-separated (``delete``, ``compact,delete``...)."""
+        out: list[str] = []
+        for size in range(1, len(self.choices) + 1):
+            out += [",".join(p) for p in itertools.permutations(self.choices, size)]
+        return out
+
+    def from_json(self, value: object) -> str:
+        """The string Kafka stores for a JSON value, or InvalidConfig: a value of the wrong JSON type is
+        refused (``"1000"`` for a number, ``1`` for true/false), then the key's own rules apply."""
+        if self.kind in ("int", "long"):
+            if isinstance(value, float) and value.is_integer():
+                value = int(value)  # JSON has one kind of number: 5.0 is the integer 5
+            ok = isinstance(value, int) and not isinstance(value, bool)
+            expected = "a whole number"
+        elif self.kind == "double":
+            ok = isinstance(value, int | float) and not isinstance(value, bool)
+            expected = "a number"
+        elif self.kind == "bool":
+            ok = isinstance(value, bool)
+            expected = "true or false"
+        else:
+            ok = isinstance(value, str)
+            expected = "text"
+        if not ok:
+            raise InvalidConfig(f"Invalid value {value!r} for configuration {self.name}: expected {expected}")
+        if self.kind == "list" and value not in self._lists():
+            raise InvalidConfig(
+                f"Invalid value {value!r} for configuration {self.name}: expected one of {', '.join(self._lists())}"
+            )
+        parsed = self.parse(value)
+        if isinstance(parsed, tuple):
+            return ",".join(parsed)
+        return _text(parsed)
 
 
 _KEYS: list[ConfigKey] = []
@@ -666,6 +734,7 @@ _key(
     "int",
     "45000",
     "A member that sends no heartbeat for this long is removed from its group, which rebalances.",
+    lab_default="6000",
     minimum=1,
 )
 _key(
@@ -673,7 +742,9 @@ _key(
     "consumer",
     "int",
     "3000",
-    "How often a group member tells its coordinator it is alive; lower than session.timeout.ms.",
+    "How often a group member tells its coordinator it is alive; lower than session.timeout.ms (a third of it, "
+    "as Kafka advises).",
+    lab_default="2000",
     minimum=1,
 )
 _key(

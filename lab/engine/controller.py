@@ -474,6 +474,7 @@ class Controller:
             old_leader=old.leader,
             leader_epoch=new.leader_epoch,
             isr=list(new.isr),
+            old_isr=list(old.isr),
             unclean="unclean" in why,
         )
 

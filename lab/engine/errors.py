@@ -191,6 +191,16 @@ class InvalidGroupId(KafkaError):
     name = "INVALID_GROUP_ID"
 
 
+class InvalidSessionTimeout(KafkaError):
+    name = "INVALID_SESSION_TIMEOUT"
+
+
+class PolicyViolation(KafkaError):
+    """A request a policy refuses (Kafka's PolicyViolationException): here, the lab's own limits."""
+
+    name = "POLICY_VIOLATION"
+
+
 class OutOfOrderSequenceNumber(KafkaError):
     name = "OUT_OF_ORDER_SEQUENCE_NUMBER"
 
@@ -217,6 +227,12 @@ class IllegalState(KafkaError):
     """Client side: a call that does not fit the client's state (Kafka's IllegalStateException)."""
 
     name = "ILLEGAL_STATE"
+
+
+class CommitFailed(KafkaError):
+    """Client side: a commit from a member no longer in a generation (Kafka's CommitFailedException)."""
+
+    name = "COMMIT_FAILED"
 
 
 class IllegalArgument(KafkaError):

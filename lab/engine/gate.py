@@ -99,6 +99,10 @@ class GatedSession:
     def link(self) -> LinkState:
         return self.raw.link
 
+    @property
+    def expires_in_ms(self) -> int | None:
+        return self.raw.expires_in_ms
+
     def _watch(self, watch: Watcher | None) -> Watcher | None:
         if watch is None:
             return None

@@ -95,6 +95,12 @@ class Member:
     join_reply: Reply | None = None
     sync_reply: Reply | None = None
     session_timer: Timer | None = None
+    session_deadline_ms: int = 0  # the last request from it plus session.timeout.ms
+
+    @property
+    def name(self) -> str:
+        """How the journal names it: the member id, which starts with the client id (Kafka's "<client.id>-<uuid>")."""
+        return self.member_id
 
     def metadata(self, protocol: str) -> bytes:
         for name, data in self.protocols:
@@ -122,9 +128,25 @@ class Group:
     previous: dict[str, list[TopicPartition]] = field(
         default_factory=dict
     )  # assignment of the last generation
+    # Generations abandoned here, not yet in the history: they go in just before the next generation
+    # this coordinator stores, so a coordinator that lost the group meanwhile records none.
+    abandoned: list[Abandoned] = field(default_factory=list)
+    joined: dict[str, str] = field(default_factory=dict)  # the generation's members (id -> client id)
 
     def all_joined(self) -> bool:
         return all(m.join_reply is not None for m in self.members.values())
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Abandoned:
+    """A generation whose members never took their partitions: a new rebalance began first."""
+
+    generation: int
+    protocol: str
+    reason: str  # why the generation began
+    why: str  # why it was abandoned
+    clients: Mapping[str, str]  # its members: member id -> client id
+    at_ms: int
 
 
 def decode_assignment(data: bytes) -> list[TopicPartition]:
@@ -209,8 +231,7 @@ class GroupCoordinator:
             self.partitions.discard(tp.partition)
             gone = [g for g in self.groups if partition_for_group(g, self.num_partitions) == tp.partition]
             for group_id in gone:
-                group = self.groups.pop(group_id)
-                self._cancel_timers(group)
+                self._unload(self.groups.pop(group_id))
             if gone:
                 self.journal(
                     "coordinator_moved",
@@ -369,8 +390,8 @@ class GroupCoordinator:
         high = self.broker.config.int("group.max.session.timeout.ms")
         if not low <= req.session_timeout_ms <= high:
             fail(
-                errors.KafkaError(
-                    f"session.timeout.ms={req.session_timeout_ms} is outside [{low}, {high}] "
+                errors.InvalidSessionTimeout(
+                    f"session.timeout.ms={req.session_timeout_ms} is outside the broker's range [{low}, {high}] "
                     "(group.min.session.timeout.ms, group.max.session.timeout.ms)"
                 )
             )
@@ -398,7 +419,11 @@ class GroupCoordinator:
                     self._static_rejoin(group, old_id, member_id, req, reply)
                     return
                 self._add_member(
-                    group, member_id, req, reply, reason=f"static member {req.group_instance_id} joined"
+                    group,
+                    member_id,
+                    req,
+                    reply,
+                    reason=f"static member {req.group_instance_id} joined as {member_id}",
                 )
                 return
             # KIP-394: a new member first learns its id, then joins with it.
@@ -413,7 +438,7 @@ class GroupCoordinator:
             return
         if req.member_id in group.pending:
             group.pending.discard(req.member_id)
-            self._add_member(group, req.member_id, req, reply, reason=f"{req.client_id} joined")
+            self._add_member(group, req.member_id, req, reply, reason=f"{req.member_id} joined")
             return
         member = group.members.get(req.member_id)
         if member is None:
@@ -441,7 +466,9 @@ class GroupCoordinator:
             member.join_reply = None
             reply(self._join_response(group, member))
         else:
-            why = req.reason or ("its subscription changed" if changed else f"{req.client_id} rejoined")
+            why = req.reason or (
+                f"{member.name}'s subscription changed" if changed else f"{member.name} rejoined"
+            )
             self._prepare_rebalance(group, why)
 
     def _protocols_compatible(self, group: Group, req: JoinGroupRequest) -> bool:
@@ -483,9 +510,11 @@ class GroupCoordinator:
         if member.join_reply is not None or member.sync_reply is not None:
             from lab.engine.errors import FencedInstanceId
 
-            for pending in (member.join_reply, member.sync_reply):
-                if pending is not None:
-                    pending(JoinGroupResponse(error=FencedInstanceId.name, message="a newer instance joined"))
+            fenced = FencedInstanceId(f"a newer instance of {req.group_instance_id} joined")
+            if member.join_reply is not None:
+                member.join_reply(JoinGroupResponse(error=fenced.name, message=fenced.message))
+            if member.sync_reply is not None:
+                member.sync_reply(SyncGroupResponse(error=fenced.name, message=fenced.message))
             member.join_reply = member.sync_reply = None
         member.member_id = new_id
         changed = member.protocols != req.protocols
@@ -510,7 +539,7 @@ class GroupCoordinator:
         if group.state is GroupState.PREPARING_REBALANCE:
             self._maybe_complete_join(group)
         else:
-            self._prepare_rebalance(group, f"static member {req.group_instance_id} rejoined")
+            self._prepare_rebalance(group, f"static member {req.group_instance_id} rejoined as {new_id}")
 
     def _join_response(self, group: Group, member: Member) -> JoinGroupResponse:
         members: tuple[JoinGroupMember, ...] = ()
@@ -537,6 +566,16 @@ class GroupCoordinator:
         from lab.engine.errors import RebalanceInProgress
 
         if group.state is GroupState.COMPLETING_REBALANCE:
+            group.abandoned.append(
+                Abandoned(
+                    generation=group.generation,
+                    protocol=group.protocol or "",
+                    reason=group.reason,
+                    why=reason,
+                    clients=dict(group.joined),
+                    at_ms=self.now_ms,
+                )
+            )
             for member in group.members.values():
                 if member.sync_reply is not None:
                     err = RebalanceInProgress(f"group {group.group_id} is rebalancing again")
@@ -569,7 +608,7 @@ class GroupCoordinator:
 
     def _initial_join_due(self, group: Group, delay: int) -> None:
         """group.initial.rebalance.delay.ms: wait again while new members keep arriving (up to the rebalance timeout)."""
-        if group.state is not GroupState.PREPARING_REBALANCE:
+        if group.state is not GroupState.PREPARING_REBALANCE or not self._is_current(group):
             return
         if group.new_member_added and self.now_ms + delay <= group.join_deadline_ms:
             group.new_member_added = False
@@ -593,30 +632,20 @@ class GroupCoordinator:
         Scheduler.cancel(group.join_timer)
         group.join_timer = None
         for member in [m for m in group.members.values() if m.join_reply is None]:
-            self._remove(
-                group, member, f"member {member.client_id} did not rejoin within the rebalance timeout"
-            )
+            self._remove(group, member, f"{member.name} did not rejoin within the rebalance timeout")
         group.generation += 1
         if not group.members:
             group.state = GroupState.EMPTY
             group.protocol = None
             group.leader = None
-            self.journal(
-                "rebalance",
-                f"group {group.group_id} is empty (generation {group.generation}): no members left",
-                group.group_id,
-                generation=group.generation,
-                revoked={m: [[tp.topic, tp.partition] for tp in tps] for m, tps in group.previous.items()},
-                assigned={},
-                members=[],
-                reason=group.reason,
-            )
-            group.previous = {}
-            self._store_group(group)
+            before, group.previous = group.previous, {}
+            generation = group.generation
+            self._store_group(group, then=lambda error: self._empty_stored(group, generation, before, error))
             return
         group.protocol = self._select_protocol(group)
         if group.leader not in group.members:
             group.leader = next(iter(group.members))
+        group.joined = {mid: m.client_id for mid, m in group.members.items()}
         group.state = GroupState.COMPLETING_REBALANCE
         for member in group.members.values():
             reply, member.join_reply = member.join_reply, None
@@ -666,8 +695,36 @@ class GroupCoordinator:
             generation = group.generation
             self._store_group(group, then=lambda error: self._sync_stored(group, generation, error))
 
+    def _empty_stored(
+        self, group: Group, generation: int, before: dict[str, list[TopicPartition]], error: KafkaError | None
+    ) -> None:
+        # The history holds the generations the group reached in __consumer_offsets: a coordinator
+        # that lost its partition meanwhile (a paused one, say) stored nothing, and its generation
+        # is not the group's.
+        if error is not None or not self._is_current(group):
+            return
+        self._journal_abandoned(group)
+        self.journal(
+            "rebalance",
+            f"group {group.group_id} is empty (generation {generation}): no members left; "
+            + "; ".join(
+                f"{mid} left with nothing (gave up {_tps(tps)})" for mid, tps in sorted(before.items())
+            ),
+            group.group_id,
+            generation=generation,
+            revoked={m: [[tp.topic, tp.partition] for tp in tps] for m, tps in before.items()},
+            assigned={},
+            members=[],
+            clients={},
+            reason=group.reason,
+        )
+
     def _sync_stored(self, group: Group, generation: int, error: KafkaError | None) -> None:
-        if group.generation != generation or group.state is not GroupState.COMPLETING_REBALANCE:
+        if (
+            not self._is_current(group)
+            or group.generation != generation
+            or group.state is not GroupState.COMPLETING_REBALANCE
+        ):
             return
         if error is not None:
             for member in group.members.values():
@@ -685,7 +742,28 @@ class GroupCoordinator:
                 member.sync_reply(SyncGroupResponse(assignment=member.assignment))
                 member.sync_reply = None
 
+    def _journal_abandoned(self, group: Group) -> None:
+        for gen in group.abandoned:
+            members = sorted(gen.clients)
+            self.journal(
+                "rebalance",
+                f"group {group.group_id} generation {gen.generation} ({gen.protocol}; {gen.reason}) was abandoned at "
+                f"{gen.at_ms} ms before its members took their partitions ({gen.why}); members: "
+                + ", ".join(members),
+                group.group_id,
+                generation=gen.generation,
+                protocol=gen.protocol,
+                revoked={},
+                assigned={},
+                members=members,
+                clients=dict(gen.clients),
+                reason=gen.reason,
+                abandoned=gen.why,
+            )
+        group.abandoned.clear()
+
     def _journal_rebalance(self, group: Group, assigned: dict[str, list[TopicPartition]]) -> None:
+        self._journal_abandoned(group)
         before = group.previous
         parts = []
         revoked: dict[str, list[list[Any]]] = {}
@@ -700,16 +778,15 @@ class GroupCoordinator:
             got = sorted(new) if eager else sorted(new - old)
             revoked[mid] = [[tp.topic, tp.partition] for tp in gave]
             received[mid] = [[tp.topic, tp.partition] for tp in got]
-            name = group.members[mid].client_id if mid in group.members else mid
             if mid not in assigned:
-                parts.append(f"{name} left with nothing (gave up {_tps(gave)})")
+                parts.append(f"{mid} left with nothing (gave up {_tps(gave)})")
                 continue
             bits = [f"owns {_tps(sorted(new))}"]
             if got:
                 bits.append(f"received {_tps(got)}")
             if gave:
                 bits.append(f"gave up {_tps(gave)}")
-            parts.append(f"{name} " + ", ".join(bits))
+            parts.append(f"{mid} " + ", ".join(bits))
         how = (
             "eager: everyone gave up everything first"
             if eager
@@ -725,6 +802,7 @@ class GroupCoordinator:
             revoked=revoked,
             assigned=received,
             members=sorted(assigned),
+            clients={mid: group.members[mid].client_id for mid in sorted(assigned) if mid in group.members},
             reason=group.reason,
         )
 
@@ -772,22 +850,32 @@ class GroupCoordinator:
             err = errors.UnknownMemberId(f"group {req.group_id} does not know member {req.member_id}")
             reply(LeaveGroupResponse(error=err.name, message=err.message))
             return
-        reason = f"{member.client_id} left the group" + (f" ({req.reason})" if req.reason else "")
+        reason = f"{member.name} left the group" + (f" ({req.reason})" if req.reason else "")
         self._remove(group, member, reason)
         self._rebalance_after_removal(group, reason)
         reply(LeaveGroupResponse())
 
     def _schedule_session(self, group: Group, member: Member) -> None:
+        member.session_deadline_ms = self.now_ms + member.session_timeout_ms
         Scheduler.cancel(member.session_timer)
         member.session_timer = self.broker.later(
-            member.session_timeout_ms, self._session_expired, group, member, label="session timeout"
+            member.session_timeout_ms, self._maybe_expire_session, group, member, label="session timeout"
         )
 
-    def _session_expired(self, group: Group, member: Member) -> None:
-        if group.members.get(member.member_id) is not member:
+    def _maybe_expire_session(self, group: Group, member: Member) -> None:
+        # A paused coordinator runs, when it resumes, what it held in the order it came: a heartbeat
+        # that arrived before this timer fired has already renewed the session.
+        if not self._is_current(group) or group.members.get(member.member_id) is not member:
+            return
+        if self.now_ms < member.session_deadline_ms:
+            return
+        if member.join_reply is not None or member.sync_reply is not None:
+            # Kafka keeps a member alive while the coordinator holds its JoinGroup or SyncGroup:
+            # it is waiting on the group, and the rebalance timeout bounds that wait.
+            self._schedule_session(group, member)
             return
         reason = (
-            f"{member.client_id} sent no heartbeat for session.timeout.ms={member.session_timeout_ms}: "
+            f"{member.name} sent no heartbeat for session.timeout.ms={member.session_timeout_ms}: "
             "the coordinator removed it"
         )
         self._remove(group, member, reason)
@@ -810,10 +898,27 @@ class GroupCoordinator:
         elif group.state is GroupState.PREPARING_REBALANCE:
             self._maybe_complete_join(group)
 
-    def _cancel_timers(self, group: Group) -> None:
+    def _unload(self, group: Group) -> None:
+        """Kafka's onGroupUnloaded: the group is Dead here, and members waiting on a JoinGroup or a
+        SyncGroup hear NOT_COORDINATOR at once, so they look for the new coordinator."""
+        from lab.engine.errors import NotCoordinator
+
+        group.state = GroupState.DEAD
         Scheduler.cancel(group.join_timer)
+        err = NotCoordinator(f"broker {self.broker.id} no longer coordinates group {group.group_id}")
         for member in group.members.values():
             Scheduler.cancel(member.session_timer)
+            join, sync = member.join_reply, member.sync_reply
+            member.join_reply = member.sync_reply = None
+            if join is not None:
+                join(JoinGroupResponse(error=err.name, message=err.message, member_id=member.member_id))
+            if sync is not None:
+                sync(SyncGroupResponse(error=err.name, message=err.message))
+
+    def _is_current(self, group: Group) -> bool:
+        """False for a group this broker unloaded: a timer or an answer held while it was paused
+        may still arrive for it, and must change nothing."""
+        return self.groups.get(group.group_id) is group
 
     # ------------------------------------------------------------------ offsets
 

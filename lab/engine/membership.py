@@ -6,6 +6,14 @@ hands in the assignment it computed with the group's assignor. Heartbeats
 every heartbeat.interval.ms keep the member in; REBALANCE_IN_PROGRESS in an
 answer sends it back to JoinGroup. Eager assignors give up everything before
 joining; cooperative-sticky gives up only what moves, and joins once more.
+
+The heartbeat "thread" runs as Kafka's does, from the JoinGroup answer on: it
+wakes every retry.backoff.ms, looks the coordinator up when it is unknown,
+gives up on a coordinator that answered no heartbeat for session.timeout.ms,
+leaves the group once max.poll.interval.ms passed without a poll, and sends a
+heartbeat every heartbeat.interval.ms. UNKNOWN_MEMBER_ID or ILLEGAL_GENERATION
+(from a heartbeat, SyncGroup or OffsetCommit) resets the member id and
+generation, and the member joins again.
 """
 
 from __future__ import annotations
@@ -18,7 +26,7 @@ from typing import Any
 from lab.engine import errors
 from lab.engine.assignment import ASSIGNORS, EAGER, Subscription, assign
 from lab.engine.clients import ClientHost, Consumer, _int
-from lab.engine.errors import IllegalArgument, IllegalState, KafkaError
+from lab.engine.errors import IllegalArgument, IllegalState, KafkaError, NetworkException
 from lab.engine.ids import BrokerId, TopicPartition
 from lab.engine.protocol import (
     FindCoordinatorRequest,
@@ -115,12 +123,22 @@ class GroupConsumer(Consumer):
         self.revoked_count = 0
         self.on_revoked: Callable[[list[TopicPartition]], None] | None = None
         self.on_assigned: Callable[[list[TopicPartition]], None] | None = None
+        # Kafka's onPartitionsLost: partitions taken away when the member was fenced (they may
+        # already be someone else's, so nothing may be committed for them). Unset: on_revoked.
+        self.on_lost: Callable[[list[TopicPartition]], None] | None = None
         self._rejoin_reason = ""
         self._busy = False
         self._heartbeat_timer: Timer | None = None
         self._auto_commit_timer: Timer | None = None
         self._refresh_timer: Timer | None = None
+        self._in_flight: set[int] = set()  # requests to the coordinator, failed when we give it up
+        # The heartbeat thread's timers (Kafka's Heartbeat): when to send the next heartbeat, when
+        # the coordinator's silence ends the session, and the poll timer; the thread wakes on a
+        # retry.backoff.ms beat counted from its last turn that sent something.
         self._last_poll_ms = self.scheduler.now_ms
+        self._next_heartbeat_ms = 0
+        self._session_deadline_ms = 0
+        self._beat_anchor_ms = 0
         self._counts: dict[str, int] = {}
         self._fetching_committed = False
         self._looking = False
@@ -154,6 +172,9 @@ class GroupConsumer(Consumer):
         self._leave("unsubscribe")
         self.subscription = ()
         self._set_assignment([])
+
+    def _has_partitions_to_read(self) -> bool:
+        return bool(self.subscription) or bool(self._assigned)
 
     def take(self, max_records: int | None = None) -> list[Any]:
         self._last_poll_ms = self.scheduler.now_ms
@@ -227,14 +248,22 @@ class GroupConsumer(Consumer):
         else:
             self._prepare_join()
 
+    def _rejoin_soon(self) -> None:
+        self.state = "unjoined"
+        self._backoff_and_retry()
+
     def _backoff_and_retry(self) -> None:
         self.scheduler.call_later(
             self.retry_backoff_ms, self._ensure_group, label=f"{self.client_id} rejoin backoff"
         )
 
     def _any_broker(self) -> BrokerId:
+        """Kafka's leastLoadedNode: a broker with the fewest requests waiting on it (one that holds
+        ours unanswered, paused or cut off, is the last choice)."""
         brokers = self.host.bootstrap_brokers()
-        return brokers[self.scheduler.rng.randrange(len(brokers))]
+        load = {b: self.endpoint.outstanding_to(b) for b in brokers}
+        least = [b for b in brokers if load[b] == min(load.values())]
+        return least[self.scheduler.rng.randrange(len(least))]
 
     def _find_coordinator(self) -> None:
         self._busy = True
@@ -251,7 +280,7 @@ class GroupConsumer(Consumer):
         if self.closed:
             return
         if isinstance(response, FindCoordinatorResponse) and response.error is None:
-            self.coordinator = response.node_id
+            self._coordinator_found(response.node_id)
             self.state = "unjoined"
             self._prepare_join()
             return
@@ -281,7 +310,10 @@ class GroupConsumer(Consumer):
         self._join()
 
     def _join(self) -> None:
-        if self.closed or self.coordinator is None:
+        if self.closed:
+            return
+        if self.coordinator is None:
+            self._coordinator_lost()
             return
         self._busy = True
         self.state = "joining"
@@ -299,11 +331,8 @@ class GroupConsumer(Consumer):
             reason=self._rejoin_reason,
         )
         # The coordinator may hold a JoinGroup for up to the rebalance timeout.
-        self.endpoint.request(
-            self.coordinator,
-            request,
-            self._on_join,
-            timeout_ms=self.max_poll_interval_ms + self.request_timeout_ms,
+        self._call_coordinator(
+            request, self._on_join, timeout_ms=self.max_poll_interval_ms + self.request_timeout_ms
         )
 
     def _on_join(self, response: Any) -> None:
@@ -327,6 +356,7 @@ class GroupConsumer(Consumer):
         self.protocol = response.protocol_name
         self.leader = response.leader
         self.state = "syncing"
+        self._enable_heartbeats()
         if response.leader == self.member_id and response.members:
             self._lead(response)
         else:
@@ -353,18 +383,21 @@ class GroupConsumer(Consumer):
 
     def _sync(self, assignments: tuple[tuple[str, bytes], ...]) -> None:
         if self.coordinator is None:
+            # Lost meanwhile (a commit or a heartbeat heard NOT_COORDINATOR): find it, join again.
+            self._coordinator_lost()
             return
         self._busy = True
+        generation = self.generation
         request = SyncGroupRequest(
             group_id=self.group_id,
-            generation_id=self.generation,
+            generation_id=generation,
             member_id=self.member_id,
             group_instance_id=self.instance_id,
             assignments=assignments,
         )
-        self.endpoint.request(self.coordinator, request, self._on_sync, timeout_ms=self.request_timeout_ms)
+        self._call_coordinator(request, lambda response: self._on_sync(response, generation))
 
-    def _on_sync(self, response: Any) -> None:
+    def _on_sync(self, response: Any, generation: int) -> None:
         self._busy = False
         if self.closed:
             return
@@ -375,18 +408,27 @@ class GroupConsumer(Consumer):
         if response.error is not None:
             self._on_group_error(response.error, response.message)
             return
+        if self.state != "syncing" or self.generation != generation:
+            # A heartbeat or a commit answer reset the generation while SyncGroup was out: as Kafka,
+            # do not take an assignment for a generation we no longer hold; join again.
+            self._rejoin_soon()
+            return
         new = _decode_tps(response.assignment)
         old = list(self._assigned)
         revoked = [tp for tp in old if tp not in new]
         added = [tp for tp in new if tp not in old]
         self.rebalances += 1
+        # Stable first, as Kafka's SyncGroup answer does: a listener may commit in its callbacks.
+        self.state = "stable"
         if revoked:
             self._revoke(revoked)
         self._set_assignment(new)
-        self.state = "stable"
         if added and self.on_assigned is not None:
             self.on_assigned(added)
-        self._start_heartbeats()
+        if self.auto_commit and self._auto_commit_timer is None:
+            self._auto_commit_timer = self.scheduler.call_later(
+                self.auto_commit_interval_ms, self._auto_commit, label=f"{self.client_id} auto-commit"
+            )
         self._fetch_missing_positions()
         if revoked and self.protocol not in EAGER:
             # Cooperative: what we gave up goes to its new owner in a second rebalance.
@@ -403,24 +445,34 @@ class GroupConsumer(Consumer):
 
     def _lose_partitions(self) -> None:
         """Fenced out: what we held is no longer ours, and nothing may be committed for it."""
-        if self._assigned and self.on_revoked is not None:
-            self.on_revoked(list(self._assigned))
+        lost = list(self._assigned)
         self._set_assignment([])
+        listener = self.on_lost or self.on_revoked
+        if lost and listener is not None:
+            listener(lost)
 
-    def _on_group_error(self, error: str, message: str) -> None:
+    def _on_group_error(self, error: str, message: str, sent: tuple[str, int] | None = None) -> None:
+        """``sent``: the member id and generation a heartbeat or commit went out with. An answer to
+        an older identity than ours is stale (Kafka's generationUnchanged) and resets nothing."""
+        stale = sent is not None and sent != (self.member_id, self.generation)
+        if stale and error in ("UNKNOWN_MEMBER_ID", "ILLEGAL_GENERATION", "REBALANCE_IN_PROGRESS"):
+            return
         if error in COORDINATOR_ERRORS:
             self._coordinator_lost()
-        elif error == "UNKNOWN_MEMBER_ID":
+        elif error in ("UNKNOWN_MEMBER_ID", "ILLEGAL_GENERATION"):
+            # Kafka resets the whole generation (member id included) for both: the member joins as new.
+            self.host.journal.record(
+                "member_fenced",
+                f"{self.member_id or self.client_id} heard {error} from the coordinator of group {self.group_id}: "
+                f"it gives up its partitions and joins again ({message})",
+                group=self.group_id,
+                member=self.member_id,
+                error=error,
+            )
             self.member_id = ""
             self.generation = -1
             self._lose_partitions()
-            self.state = "unjoined"
-            self._backoff_and_retry()
-        elif error == "ILLEGAL_GENERATION":
-            self.generation = -1
-            self._lose_partitions()
-            self.state = "unjoined"
-            self._backoff_and_retry()
+            self._rejoin_soon()
         elif error == "REBALANCE_IN_PROGRESS":
             self.state = "unjoined"
             self.scheduler.call_soon(self._ensure_group, label=f"{self.client_id} rejoin")
@@ -431,68 +483,156 @@ class GroupConsumer(Consumer):
             self._stop_timers()
 
     def _coordinator_lost(self) -> None:
-        self.coordinator = None
+        self._mark_coordinator_unknown()
         if self.state != "closed":
             self.state = "unjoined"
         self._backoff_and_retry()
 
-    # ------------------------------------------------------------------ heartbeats and friends
+    def _coordinator_found(self, node: BrokerId) -> None:
+        self.coordinator = node
+        # Kafka resets the session timer on discovery, so the new coordinator gets a full session.
+        self._session_deadline_ms = self.scheduler.now_ms + self.session_timeout_ms
 
-    def _start_heartbeats(self) -> None:
-        Scheduler.cancel(self._heartbeat_timer)
-        self._heartbeat_timer = self.scheduler.call_later(
-            self.heartbeat_interval_ms, self._heartbeat, label=f"{self.client_id} heartbeat"
-        )
-        if self.auto_commit and self._auto_commit_timer is None:
-            self._auto_commit_timer = self.scheduler.call_later(
-                self.auto_commit_interval_ms, self._auto_commit, label=f"{self.client_id} auto-commit"
-            )
-
-    def _heartbeat(self) -> None:
-        self._heartbeat_timer = None
-        if self.closed or self.state != "stable":
-            return
+    def _mark_coordinator_unknown(self) -> None:
+        """Give the coordinator up, as Kafka's markCoordinatorUnknown: it also drops the connection,
+        so requests still out to it fail now rather than come back, late, from a coordinator that
+        is no longer one (a paused broker answers what it held when it resumes)."""
         if self.coordinator is None:
-            # Find the (new) coordinator and keep our place: a member is not lost with its coordinator.
-            self._lookup_coordinator()
-            self._heartbeat_timer = self.scheduler.call_later(
-                self.heartbeat_interval_ms, self._heartbeat, label=f"{self.client_id} heartbeat"
-            )
             return
-        if self.scheduler.now_ms - self._last_poll_ms > self.max_poll_interval_ms:
+        old = self.coordinator
+        self.coordinator = None
+        for cid in sorted(self._in_flight):
+            self.endpoint.abort(
+                cid, NetworkException(f"{self.client_id} disconnected from coordinator {old}")
+            )
+        self._in_flight.clear()
+
+    def _call_coordinator(
+        self, body: Any, callback: Callable[[Any], None], *, timeout_ms: int | None = None
+    ) -> None:
+        """A request to the coordinator, on the connection that ``_mark_coordinator_unknown`` drops."""
+        assert self.coordinator is not None
+        cid = 0
+
+        def answered(response: Any) -> None:
+            self._in_flight.discard(cid)
+            callback(response)
+
+        cid = self.endpoint.request(
+            self.coordinator, body, answered, timeout_ms=timeout_ms or self.request_timeout_ms
+        )
+        self._in_flight.add(cid)
+
+    # ------------------------------------------------------------------ the heartbeat thread
+
+    def _enable_heartbeats(self) -> None:
+        """The JoinGroup answer starts the thread with fresh timers (Kafka's resetTimeouts)."""
+        now = self.scheduler.now_ms
+        self._last_poll_ms = now
+        self._session_deadline_ms = now + self.session_timeout_ms
+        self._next_heartbeat_ms = now + self.heartbeat_interval_ms
+        self._beat_anchor_ms = now
+        self._sleep_heartbeat_thread()
+
+    def _sleep_heartbeat_thread(self, at: int | None = None) -> None:
+        """Wake at ``at``, or at the first beat when something falls due. Kafka's thread wakes every
+        retry.backoff.ms to check; waking only on the beat where it would act is the same."""
+        if at is None:
+            due = min(
+                self._next_heartbeat_ms,
+                self._session_deadline_ms,
+                self._last_poll_ms + self.max_poll_interval_ms,
+            )
+            at = self._on_beat(due)
+        Scheduler.cancel(self._heartbeat_timer)
+        self._heartbeat_timer = self.scheduler.call_at(
+            max(at, self.scheduler.now_ms), self._heartbeat_turn, label=f"{self.client_id} heartbeat"
+        )
+
+    def _on_beat(self, time_ms: int) -> int:
+        """The first wake of the thread at or after ``time_ms``."""
+        step = self.retry_backoff_ms
+        start = self._beat_anchor_ms
+        if step <= 0 or time_ms <= start:
+            return time_ms
+        return start + -(-(time_ms - start) // step) * step
+
+    def _heartbeat_turn(self) -> None:
+        """One turn of Kafka's heartbeat thread, in its order of checks."""
+        self._heartbeat_timer = None
+        if self.closed or self.state not in ("syncing", "stable"):
+            return
+        now = self.scheduler.now_ms
+        if self.coordinator is None:
+            self._lookup_coordinator()
+            self._beat_anchor_ms = now
+            self._sleep_heartbeat_thread(now + self.retry_backoff_ms)
+            return
+        if now >= self._session_deadline_ms:
+            self.host.journal.record(
+                "coordinator_unknown",
+                f"{self.member_id or self.client_id} heard no heartbeat answer from coordinator {self.coordinator} "
+                f"for session.timeout.ms={self.session_timeout_ms}: it looks for the coordinator again",
+                group=self.group_id,
+                member=self.member_id,
+            )
+            self._mark_coordinator_unknown()
+            self._beat_anchor_ms = now
+            self._sleep_heartbeat_thread(now)
+            return
+        if now >= self._last_poll_ms + self.max_poll_interval_ms:
             self.host.journal.record(
                 "member_left",
-                f"{self.client_id} did not poll for max.poll.interval.ms={self.max_poll_interval_ms}: it leaves group "
-                f"{self.group_id} so its partitions can move; it rejoins on its next poll",
+                f"{self.member_id or self.client_id} did not poll for max.poll.interval.ms={self.max_poll_interval_ms}: "
+                f"it leaves group {self.group_id} so its partitions can move; it rejoins on its next poll",
                 group=self.group_id,
+                member=self.member_id,
             )
-            self._leave("max.poll.interval.ms exceeded")
+            self._leave("consumer poll timeout has expired")
             self._rejoin_reason = f"{self.client_id} polled again after exceeding max.poll.interval.ms"
             return
+        if now >= self._next_heartbeat_ms:
+            self._send_heartbeat()
+            self._next_heartbeat_ms = now + self.heartbeat_interval_ms
+            self._beat_anchor_ms = now
+        self._sleep_heartbeat_thread()
+
+    def _send_heartbeat(self) -> None:
+        sent = (self.member_id, self.generation)
         request = HeartbeatRequest(
             group_id=self.group_id,
             generation_id=self.generation,
             member_id=self.member_id,
             group_instance_id=self.instance_id,
         )
-        self.endpoint.request(
-            self.coordinator, request, self._on_heartbeat, timeout_ms=self.request_timeout_ms
-        )
-        self._heartbeat_timer = self.scheduler.call_later(
-            self.heartbeat_interval_ms, self._heartbeat, label=f"{self.client_id} heartbeat"
-        )
+        self._call_coordinator(request, lambda response: self._on_heartbeat(response, sent))
 
-    def _on_heartbeat(self, response: Any) -> None:
-        if self.closed or self.state != "stable":
+    def _on_heartbeat(self, response: Any, sent: tuple[str, int]) -> None:
+        if self.closed or self.state not in ("syncing", "stable"):
             return
+        now = self.scheduler.now_ms
         if isinstance(response, KafkaError):
-            self.coordinator = None  # the next heartbeat looks for it
+            # Kafka's failHeartbeat: try again after retry.backoff.ms (looking the coordinator up first).
+            self._mark_coordinator_unknown()
+            self._retry_heartbeat(now)
             return
         assert isinstance(response, HeartbeatResponse)
-        if response.error in COORDINATOR_ERRORS:
-            self.coordinator = None
-        elif response.error is not None:
-            self._on_group_error(response.error, response.message)
+        if response.error is None:
+            self._session_deadline_ms = now + self.session_timeout_ms
+        elif response.error == "REBALANCE_IN_PROGRESS":
+            self._session_deadline_ms = now + self.session_timeout_ms
+            if self.state == "stable":  # while syncing, the SyncGroup answer says so
+                self._on_group_error(response.error, response.message, sent)
+        elif response.error in COORDINATOR_ERRORS:
+            self._mark_coordinator_unknown()
+            self._retry_heartbeat(now)
+        else:
+            self._on_group_error(response.error, response.message, sent)
+
+    def _retry_heartbeat(self, now: int) -> None:
+        self._next_heartbeat_ms = now + self.retry_backoff_ms
+        if self._heartbeat_timer is not None:  # wake the sleeping thread for it (Kafka notifies it)
+            self._sleep_heartbeat_thread()
 
     def _lookup_coordinator(self) -> None:
         if self._looking:
@@ -502,7 +642,7 @@ class GroupConsumer(Consumer):
         def found(response: Any) -> None:
             self._looking = False
             if isinstance(response, FindCoordinatorResponse) and response.error is None and not self.closed:
-                self.coordinator = response.node_id
+                self._coordinator_found(response.node_id)
 
         self.endpoint.request(
             self._any_broker(),
@@ -512,6 +652,8 @@ class GroupConsumer(Consumer):
         )
 
     def _leave(self, reason: str) -> None:
+        """Kafka's maybeLeaveGroup: a dynamic member says LeaveGroup; every member resets its
+        generation (a static one keeps its group.instance.id, and the group waits out its session)."""
         if self.coordinator is not None and self.member_id and not self.instance_id:
             self.endpoint.send_oneway(
                 self.coordinator,
@@ -521,7 +663,7 @@ class GroupConsumer(Consumer):
             )
         if self._assigned:
             self._revoke(list(self._assigned))
-        self.member_id = "" if not self.instance_id else self.member_id
+        self.member_id = ""
         self.generation = -1
         self.state = "unjoined"
         Scheduler.cancel(self._heartbeat_timer)
@@ -597,6 +739,20 @@ class GroupConsumer(Consumer):
             done.resolve(None)
             return
         managed = bool(self.subscription)
+        if managed and (self.generation < 0 or self.state in ("joining", "syncing")):
+            # Kafka fails these without asking: a member between generations commits for nobody.
+            done.fail(
+                errors.RebalanceInProgress(
+                    f"{self.client_id} cannot commit while group {self.group_id} rebalances"
+                )
+                if self.state in ("finding", "joining", "syncing")
+                else errors.CommitFailed(
+                    f"{self.client_id} is not in a generation of group {self.group_id} (it left or was removed): "
+                    "its partitions may be someone else's now; poll() to join again"
+                )
+            )
+            return
+        sent = (self.member_id, self.generation)
         request = OffsetCommitRequest(
             group_id=self.group_id,
             generation_id=self.generation if managed else -1,
@@ -606,22 +762,22 @@ class GroupConsumer(Consumer):
         )
 
         def send(coordinator: BrokerId) -> None:
-            self.endpoint.request(coordinator, request, answered, timeout_ms=self.request_timeout_ms)
+            self._call_coordinator(request, answered)
 
         def answered(response: Any) -> None:
             if isinstance(response, KafkaError):
-                self.coordinator = None
+                self._mark_coordinator_unknown()
                 done.fail(response)
                 return
             assert isinstance(response, OffsetCommitResponse)
             if response.error is not None:
                 if response.error in COORDINATOR_ERRORS:
-                    self.coordinator = None
+                    self._mark_coordinator_unknown()
                 elif (
                     response.error in ("ILLEGAL_GENERATION", "UNKNOWN_MEMBER_ID", "REBALANCE_IN_PROGRESS")
                     and managed
                 ):
-                    self._on_group_error(response.error, response.message)
+                    self._on_group_error(response.error, response.message, sent)
                 done.fail(errors.from_wire(response.error, f"commit failed: {response.message}"))
                 return
             done.resolve(None)
@@ -635,7 +791,8 @@ class GroupConsumer(Consumer):
 
         def found(response: Any) -> None:
             if isinstance(response, FindCoordinatorResponse) and response.error is None:
-                self.coordinator = response.node_id
+                if self.coordinator is None:
+                    self._coordinator_found(response.node_id)
                 then(response.node_id)
             else:
                 failure.fail(errors.CoordinatorNotAvailable(f"no coordinator for group {self.group_id} yet"))
@@ -655,7 +812,7 @@ class GroupConsumer(Consumer):
                 answer.resolve(dict(response.offsets))
                 return
             if isinstance(response, OffsetFetchResponse) and response.error in COORDINATOR_ERRORS:
-                self.coordinator = None
+                self._mark_coordinator_unknown()
             answer.fail(
                 response
                 if isinstance(response, KafkaError)
@@ -663,7 +820,7 @@ class GroupConsumer(Consumer):
             )
 
         def send(coordinator: BrokerId) -> None:
-            self.endpoint.request(coordinator, request, answered, timeout_ms=self.request_timeout_ms)
+            self._call_coordinator(request, answered)
 
         self._with_coordinator(send, answer)
 

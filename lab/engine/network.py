@@ -262,6 +262,15 @@ class Endpoint:
             self.node, request.src, body, correlation_id=request.correlation_id, is_response=True
         )
 
+    def abort(self, cid: int, error: KafkaError) -> None:
+        """Give up on request ``cid`` (its connection is closed): its callback hears ``error`` now,
+        and an answer that still arrives is dropped."""
+        out = self._outstanding.pop(cid, None)
+        if out is None:
+            return
+        Scheduler.cancel(out.timer)
+        out.callback(error)
+
     def outstanding_to(self, dst: NodeId) -> int:
         return sum(1 for o in self._outstanding.values() if o.dst == dst)
 

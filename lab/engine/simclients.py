@@ -3,8 +3,10 @@
 A simulated producer sends at a rate, with keys drawn from a small set (or
 none); a simulated consumer is a group member that polls, takes
 ``processing_ms`` per record, and commits what it processed (commits follow
-processing: at-least-once). Each keeps counters so a page can show what a
-client was told beside what is really in the log.
+processing: at-least-once). Its session is the lab's (session.timeout.ms 6 s,
+heartbeats every 2 s; Kafka's defaults are 45 s and 3 s), so a crash shows
+as a rebalance while a class watches. Each keeps counters so a page can show
+what a client was told beside what is really in the log.
 """
 
 from __future__ import annotations
@@ -138,13 +140,20 @@ class SimulatedConsumer:
         self.group = group
         self.topics = tuple(topics)
         self.processing_ms = processing_ms
-        settings: dict[str, object] = {"enable_auto_commit": "false", "auto_offset_reset": "earliest"}
-        settings.update(config)
+        # The lab's session and heartbeat defaults (6 s, 2 s) come with every consumer's config.
+        settings: dict[str, object] = {"enable.auto.commit": "false", "auto.offset.reset": "earliest"}
+        given = {k.replace("_", "."): v for k, v in config.items()}
+        session = str(given.get("session.timeout.ms", "")).strip()
+        if session.isdigit() and "heartbeat.interval.ms" not in given:
+            # A third of the session, as Kafka advises (the lab's default heartbeat suits its default session).
+            given["heartbeat.interval.ms"] = max(1, int(session) // 3)
+        settings.update(given)
         consumer = cluster.consumer(group_id=group, client_id=name, **settings)
         assert isinstance(consumer, GroupConsumer)
         self.consumer = consumer
         consumer.on_records = self._wake
         consumer.on_revoked = self._revoked
+        consumer.on_lost = self._lost
         consumer.subscribe(self.topics)
         self.state = "running"
         self.processed: list[tuple[TopicPartition, int, bytes | None]] = []
@@ -203,6 +212,12 @@ class SimulatedConsumer:
                 self.consumer.commit_async(mine)
             except KafkaError as exc:
                 self.errors.append(str(exc))
+        for tp in tps:
+            self._done.pop(tp, None)
+
+    def _lost(self, tps: list[TopicPartition]) -> None:
+        """Fenced out (Kafka's onPartitionsLost): the partitions may be someone else's already, so
+        what was processed on them is not committed; the new owner reads it again (at-least-once)."""
         for tp in tps:
             self._done.pop(tp, None)
 

@@ -98,6 +98,20 @@ def partition_view(cluster: Cluster, tp: TopicPartition, *, segments: bool = Fal
     }
 
 
+def session_view(broker: Broker) -> dict[str, Any]:
+    """A broker's ZooKeeper session as the server sees it: its id (the ephemeral owner of the broker's
+    /brokers/ids znode), its timeout, and how long until the server expires it while it hears
+    nothing (None while heard); the same for a killed run's session a restarted broker waits out."""
+    session, previous = broker.session, broker.previous_session
+    return {
+        "session_id": None if session is None else session.session_id,
+        "session_timeout_ms": broker.config.int("zookeeper.session.timeout.ms"),
+        "session_expires_in_ms": None if session is None else session.expires_in_ms,
+        "previous_session_id": None if previous is None else previous.session_id,
+        "previous_session_expires_in_ms": None if previous is None else previous.expires_in_ms,
+    }
+
+
 def take(cluster: Cluster, *, segments: bool = False) -> dict[str, Any]:
     assignments, _, configs, controller_epoch = _controller_view(cluster)
     ctx = cluster.ctx.controller_context
@@ -126,6 +140,7 @@ def take(cluster: Cluster, *, segments: bool = False) -> dict[str, Any]:
                 "isolated_from": sorted(cluster.isolation.get(broker_id, set())),
                 "slow_ms": cluster.slow.get(broker_id, 0),
                 "session": None if broker.session is None else broker.session.state.value,
+                **session_view(broker),
                 "broker_epoch": broker.broker_epoch,
                 "backlog": broker.gate.backlog,
                 "refused": broker.refused,  # why it would not start (a log directory of another cluster)
@@ -200,6 +215,8 @@ def clients_view(cluster: Cluster) -> list[dict[str, Any]]:
                     "name": name,
                     "kind": "producer",
                     "state": "closed" if client.closed else "running",
+                    "topics": list(client.topics),
+                    "acks": {-1: "all", 0: "0", 1: "1"}[client.acks],
                     "sent": client.sent,
                     "acked": client.acked,
                     "failed": client.failed,

@@ -14,9 +14,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
+from lab.engine import limits
 from lab.engine.cluster import Cluster, Isolation
+from lab.engine.config import TOPIC_KEYS
 from lab.engine.errors import IllegalArgument, IllegalState, KafkaError, KafkaTimeout, ZooKeeperNotAvailable
+from lab.engine.limits import Number, Text, Whole
 from lab.runtime.spec import ClientSpec, TopicSpec, check_rate
+from lab.visuals.clock import clock_label
 
 if TYPE_CHECKING:
     from lab.runtime.live import LiveLab
@@ -24,7 +28,6 @@ if TYPE_CHECKING:
 Act = Callable[["LiveLab"], Any]
 T = TypeVar("T")
 
-MAX_PRODUCE = 1000
 PRODUCE_WAIT_S = 3.0
 RETRY_BACKOFF_S = 0.1  # Kafka's retry.backoff.ms
 RETRY_WAIT_S = 15.0
@@ -80,7 +83,9 @@ def retrying(
     return Waiting(ready=attempt, result=result, on_timeout=result, deadline=deadline + RETRY_BACKOFF_S)
 
 
-def _int(params: Mapping[str, str], key: str, *, low: int, high: int, default: int | None = None) -> int:
+def _int(params: Mapping[str, str], key: str, limit: Whole, *, default: int | None = None) -> int:
+    """The whole number ``params[key]``, within the lab's ``limit`` for it (named by the parameter)."""
+    low, high = limit.low, limit.high
     raw = str(params.get(key, "")).strip()
     if not raw:
         if default is None:
@@ -95,7 +100,8 @@ def _int(params: Mapping[str, str], key: str, *, low: int, high: int, default: i
     return value
 
 
-def _float(params: Mapping[str, str], key: str, *, low: float, high: float, default: float) -> float:
+def _float(params: Mapping[str, str], key: str, limit: Number, *, default: float) -> float:
+    low, high = limit.low, limit.high
     raw = str(params.get(key, "")).strip()
     if not raw:
         return default
@@ -103,7 +109,7 @@ def _float(params: Mapping[str, str], key: str, *, low: float, high: float, defa
         value = float(raw)
     except ValueError:
         raise IllegalArgument(f"{key} must be a number, not {raw!r}") from None
-    if not low <= value <= high:
+    if not low - 1e-9 <= value <= high + 1e-9:
         raise IllegalArgument(f"{key} must be between {low:g} and {high:g}, not {value:g}")
     return value
 
@@ -115,17 +121,25 @@ def _choice(params: Mapping[str, str], key: str, choices: tuple[str, ...], defau
     return raw
 
 
-def _text(params: Mapping[str, str], key: str, *, required: bool = True, limit: int = 200) -> str:
-    raw = str(params.get(key, "")).strip()
+def _text(
+    params: Mapping[str, str], key: str, limit: Text, *, required: bool = True, strip: bool = True
+) -> str:
+    """The text ``params[key]`` (stripped, unless it is a record's key: Kafka keeps every character)."""
+    raw = str(params.get(key, ""))
+    raw = raw.strip() if strip else raw
     if required and not raw:
         raise IllegalArgument(f"{key} is required")
-    if len(raw) > limit:
-        raise IllegalArgument(f"{key} is longer than {limit} characters")
-    return raw
+    if len(raw) > limit.max_length:
+        raise IllegalArgument(f"{key} is longer than {limit.max_length} characters")
+    return limit.check(raw) if raw else raw
+
+
+# A simulated consumer's topics, comma-separated: a few topic names.
+TOPIC_LIST = Text(what="topics", max_length=10 * (limits.TOPIC_NAME.max_length + 1))
 
 
 def _broker(params: Mapping[str, str]) -> int:
-    return _int(params, "broker", low=1, high=12)
+    return _int(params, "broker", limits.BROKER_ID)
 
 
 # ---------------------------------------------------------------------------- brokers
@@ -159,7 +173,7 @@ _shutdown = _broker_op(
 
 def _slow(p: Mapping[str, str]) -> Act:
     b = _broker(p)
-    ms = _int(p, "ms", low=1, high=60_000, default=2000)
+    ms = _int(p, "ms", limits.SLOW_MS, default=2000)
 
     def run(lab: LiveLab) -> str:
         lab.cluster.broker(b)
@@ -227,17 +241,17 @@ def _span(offsets: Sequence[int]) -> str:
 
 
 def _produce(p: Mapping[str, str]) -> Act:
-    topic = _text(p, "topic")
-    count = _int(p, "count", low=1, high=MAX_PRODUCE, default=1)
-    key = _text(p, "key", required=False, limit=100) or None
+    topic = _text(p, "topic", limits.TOPIC_NAME)
+    count = _int(p, "count", limits.RECORDS, default=1)
+    key = _text(p, "key", limits.KEY, required=False, strip=False) or None
     acks = _choice(p, "acks", ("0", "1", "all"), default="all")
 
     def run(lab: LiveLab) -> Any:
         if topic not in lab.cluster.topics():
             raise IllegalArgument(f"there is no topic {topic!r}; create it first")
         producer = lab.producer(acks)
-        stamp = lab.cluster.now_ms
-        futures = [producer.send(topic, f"record {i + 1} at {stamp} ms", key=key) for i in range(count)]
+        stamp = clock_label(lab.cluster.now_ms)  # virtual time, as the clock shows it
+        futures = [producer.send(topic, f"record {i + 1} at {stamp}", key=key) for i in range(count)]
         if acks == "0":
             return f"{count} record(s) sent to {topic} with acks=0: no answer comes back."
 
@@ -247,12 +261,13 @@ def _produce(p: Mapping[str, str]) -> Act:
 
 
 def _create_topic(p: Mapping[str, str]) -> Act:
-    name = _text(p, "name", limit=249)
-    partitions = _int(p, "partitions", low=1, high=24, default=3)
-    rf = _int(p, "replication_factor", low=1, high=12, default=1)
+    name = str(p.get("name", "")).strip()  # the engine checks it, in Kafka's words
+    partitions = _int(p, "partitions", limits.PARTITIONS, default=3)
+    rf = _int(p, "replication_factor", limits.REPLICATION_FACTOR, default=1)
     config: dict[str, str] = {}
-    if str(p.get("min_insync_replicas", "")).strip():
-        config["min.insync.replicas"] = str(_int(p, "min_insync_replicas", low=1, high=12))
+    raw_isr = str(p.get("min_insync_replicas", "")).strip()
+    if raw_isr:
+        config["min.insync.replicas"] = str(TOPIC_KEYS["min.insync.replicas"].parse(raw_isr))
 
     def run(lab: LiveLab) -> str:
         lab.cluster.create_topic(
@@ -272,15 +287,12 @@ def _create_topic(p: Mapping[str, str]) -> Act:
 
 
 def _name(p: Mapping[str, str]) -> str:
-    name = _text(p, "name", required=False, limit=60)
-    if name and not all(c.isalnum() or c in "-_." for c in name):
-        raise IllegalArgument(f"a client name uses letters, digits, '-', '_' and '.', not {name!r}")
-    return name
+    return _text(p, "name", limits.CLIENT_NAME, required=False)
 
 
 def _add_producer(p: Mapping[str, str]) -> Act:
-    topic = _text(p, "topic")
-    rate = _float(p, "rate", low=0.1, high=1000, default=10)
+    topic = _text(p, "topic", limits.TOPIC_NAME)
+    rate = _float(p, "rate", limits.PRODUCER_RATE, default=10)
     acks = _choice(p, "acks", ("0", "1", "all"), default="all")
     name = _name(p)
 
@@ -294,12 +306,12 @@ def _add_producer(p: Mapping[str, str]) -> Act:
 
 
 def _add_consumer(p: Mapping[str, str]) -> Act:
-    group = _text(p, "group", limit=100)
-    topics = tuple(t.strip() for t in _text(p, "topics").split(",") if t.strip())
-    processing = _int(p, "processing_ms", low=0, high=60_000, default=50)
-    session = 0  # Kafka's default
+    group = _text(p, "group", limits.GROUP_ID)
+    topics = tuple(t.strip() for t in _text(p, "topics", TOPIC_LIST).split(",") if t.strip())
+    processing = _int(p, "processing_ms", limits.PROCESSING_MS, default=50)
+    session = 0  # the lab's default (session.timeout.ms 6000; Kafka's is 45000)
     if str(p.get("session_timeout_ms", "")).strip():
-        session = _int(p, "session_timeout_ms", low=1000, high=300_000)
+        session = _int(p, "session_timeout_ms", limits.SESSION_TIMEOUT_MS)
     name = _name(p)
 
     def run(lab: LiveLab) -> str:
@@ -320,7 +332,7 @@ def _add_consumer(p: Mapping[str, str]) -> Act:
 
 def _client_op(op: str) -> Callable[[Mapping[str, str]], Act]:
     def parse(p: Mapping[str, str]) -> Act:
-        name = _text(p, "name", limit=60)
+        name = _text(p, "name", limits.CLIENT_NAME)
 
         def run(lab: LiveLab) -> str:
             return lab.client_op(name, op)
@@ -354,8 +366,8 @@ def _clock_resume(p: Mapping[str, str]) -> Act:
 
 
 def _clock_step(p: Mapping[str, str]) -> Act:
-    events = _int(p, "events", low=1, high=1000, default=0) if str(p.get("events", "")).strip() else 0
-    ms = _int(p, "ms", low=1, high=60_000, default=0) if str(p.get("ms", "")).strip() else 0
+    events = _int(p, "events", limits.STEP_EVENTS) if str(p.get("events", "")).strip() else 0
+    ms = _int(p, "ms", limits.STEP_MS) if str(p.get("ms", "")).strip() else 0
     if bool(events) == bool(ms):
         raise IllegalArgument("step either some events or some ms, not both and not neither")
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+from collections import deque
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass
@@ -32,6 +33,8 @@ class WireLoop:
     def __init__(self) -> None:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._lock = threading.Lock()
+        self._outbox: deque[tuple[Callable[..., Any], tuple[Any, ...]]] = deque()
+        self._draining = False
 
     @property
     def loop(self) -> asyncio.AbstractEventLoop:
@@ -54,7 +57,28 @@ class WireLoop:
         return asyncio.run_coroutine_threadsafe(coro, self.loop)
 
     def call(self, fn: Callable[..., Any], *args: Any) -> None:
-        self.loop.call_soon_threadsafe(fn, *args)
+        """Run ``fn(*args)`` on the loop soon, in the order called, from any thread.
+
+        Calls made while the loop has not yet woken for the first share its one wake-up: waking
+        the loop writes to its self-pipe, a system call that hands the GIL over, once per burst
+        of answers instead of once per answer.
+        """
+        self._outbox.append((fn, args))
+        if not self._draining:
+            # Set before waking the loop, which clears it before it drains: a call that sees it
+            # set was appended before that drain began, so the drain takes it.
+            self._draining = True
+            self.loop.call_soon_threadsafe(self._drain)
+
+    def _drain(self) -> None:
+        self._draining = False
+        outbox = self._outbox
+        while outbox:
+            fn, args = outbox.popleft()
+            try:
+                fn(*args)
+            except Exception:  # one connection's bug must not strand the others' answers
+                log.exception("a listener callback failed")
 
 
 wire_loop = WireLoop()
@@ -73,7 +97,10 @@ class _ClientProtocol(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
         self.conn: Connection | None = None  # set on the driver thread, before any frame is handed over
         self.peer = "?"
-        self.queued = 0
+        # Frames handed to the driver, and taken by it: each written by one thread only, so the
+        # driver tells the loop nothing per request (a wake-up each) unless reading is paused.
+        self.received = 0
+        self.taken = 0
         self.paused = False
 
     # loop thread
@@ -95,11 +122,13 @@ class _ClientProtocol(asyncio.Protocol):
             self._close_now()
             return
         for frame in frames:
-            self.queued += 1
+            self.received += 1
             self.listener.lab.post(lambda frame=frame: self._received(frame))
-        if self.queued >= PAUSE_READING_AT and not self.paused and self.transport is not None:
+        if self.received - self.taken >= PAUSE_READING_AT and not self.paused and self.transport is not None:
             self.paused = True
             self.transport.pause_reading()
+            # The driver may have taken them all before it could see ``paused``: look again.
+            self._maybe_resume()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.listener.protocols.discard(self)
@@ -114,9 +143,8 @@ class _ClientProtocol(asyncio.Protocol):
         if self.transport is not None and not self.transport.is_closing():
             self.transport.close()
 
-    def _done_one(self) -> None:
-        self.queued -= 1
-        if self.paused and self.queued < PAUSE_READING_AT // 2 and self.transport is not None:
+    def _maybe_resume(self) -> None:
+        if self.paused and self.received - self.taken < PAUSE_READING_AT // 2 and self.transport is not None:
             self.paused = False
             self.transport.resume_reading()
 
@@ -135,7 +163,9 @@ class _ClientProtocol(asyncio.Protocol):
         )
 
     def _received(self, frame: bytes) -> None:
-        wire_loop.call(self._done_one)
+        self.taken += 1
+        if self.paused:
+            wire_loop.call(self._maybe_resume)
         if self.conn is not None:
             self.conn.received(frame)
 

@@ -283,31 +283,11 @@ class LiveLab:
 
     def add_client(self, client: ClientSpec, *, record: bool = True) -> str:
         cluster = self.cluster
-        factory = getattr(cluster, f"simulated_{client.kind}", None)
-        if factory is None:
-            raise IllegalState("simulated clients are not available in this engine yet")
         for topic in client.topics:
             if topic not in cluster.topics():
                 raise IllegalArgument(f"there is no topic {topic!r}; create it first")
-        if client.kind == "producer":
-            obj = factory(
-                client.topics[0], rate_per_s=client.rate_per_s, acks=client.acks, name=client.name or None
-            )
-        else:
-            config: dict[str, object] = {}
-            if client.session_timeout_ms:
-                # Heartbeats at a third of the session, as Kafka advises.
-                config["session_timeout_ms"] = str(client.session_timeout_ms)
-                config["heartbeat_interval_ms"] = str(max(1, client.session_timeout_ms // 3))
-            obj = factory(
-                client.group,
-                list(client.topics),
-                processing_ms=client.processing_ms,
-                name=client.name or None,
-                **config,
-            )
-        name = str(obj.name)
-        self._clients[name] = obj
+        name = client.start(cluster)
+        self._clients[name] = cluster.simulated[name]
         if record:
             self._spec = self._spec.with_client(replace(client, name=name))
         return name
@@ -612,6 +592,9 @@ class LiveLab:
         target = self.clock.target()
         now = cluster.now_ms
         if target <= now:
+            # What is due now still runs: a client's request that just arrived must not wait for
+            # the wall clock's next millisecond and the driver's next tick.
+            cluster.run_until(now, pace=False)
             return
         if target - now > MAX_FRAME_MS:
             # More work than a frame holds (or the thread was held up): run a frame's worth, then

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from lab.engine.config import validate_broker_config
+from lab.engine.config import CONSUMER_KEYS, validate_broker_config
 from lab.engine.errors import IllegalArgument
+from lab.engine.limits import BROKERS, CLOCK_RATE
 
-MIN_RATE = 0.1
-MAX_RATE = 10.0
+if TYPE_CHECKING:
+    from lab.engine.cluster import Cluster
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -53,7 +54,7 @@ class ClientSpec:
     rate_per_s: float = 10.0
     processing_ms: int = 50
     acks: str = "all"
-    session_timeout_ms: int = 0  # a consumer's session.timeout.ms; 0: Kafka's default
+    session_timeout_ms: int = 0  # a consumer's session.timeout.ms; 0: the lab's default (Kafka's is 45 s)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -80,6 +81,24 @@ class ClientSpec:
             session_timeout_ms=int(data.get("session_timeout_ms", 0)),
         )
 
+    def start(self, cluster: Cluster) -> str:
+        """Add this simulated client to ``cluster``; its name (given, or the one the cluster chose)."""
+        name = self.name or None
+        if self.kind not in ("producer", "consumer"):
+            raise IllegalArgument(f"a simulated client is a producer or a consumer, not {self.kind!r}")
+        if self.kind == "producer":
+            return cluster.simulated_producer(
+                self.topics[0], rate_per_s=self.rate_per_s, acks=self.acks, name=name
+            ).name
+        config: dict[str, object] = {}
+        if self.session_timeout_ms:
+            # Heartbeats at a third of the session, as Kafka advises (and as the lab's defaults are).
+            config["session_timeout_ms"] = str(self.session_timeout_ms)
+            config["heartbeat_interval_ms"] = str(max(1, self.session_timeout_ms // 3))
+        return cluster.simulated_consumer(
+            self.group, list(self.topics), processing_ms=self.processing_ms, name=name, **config
+        ).name
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LabSpec:
@@ -98,8 +117,8 @@ class LabSpec:
     ports: Mapping[int, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if not 1 <= self.brokers <= 12:
-            raise IllegalArgument(f"a lab has 1 to 12 brokers, not {self.brokers}")
+        if not BROKERS.low <= self.brokers <= BROKERS.high:
+            raise IllegalArgument(f"a lab has {BROKERS.low} to {BROKERS.high} brokers, not {self.brokers}")
         check_rate(self.rate)
         validate_broker_config(self.config)
 
@@ -149,6 +168,32 @@ class LabSpec:
 
 
 def check_rate(rate: float) -> float:
-    if not MIN_RATE - 1e-9 <= rate <= MAX_RATE + 1e-9:
-        raise IllegalArgument(f"the clock runs at {MIN_RATE:g}x to {MAX_RATE:g}x, not {rate:g}x")
-    return rate
+    try:
+        return CLOCK_RATE.check(rate)
+    except IllegalArgument:
+        raise IllegalArgument(
+            f"the clock runs at {CLOCK_RATE.low:g}x to {CLOCK_RATE.high:g}x, not {rate:g}x"
+        ) from None
+
+
+# The demo lab ``make run`` makes (lab/labs.py). Tests build the same lab on the memory store.
+DEMO_BROKERS = 3
+DEMO_CONFIG: Mapping[str, str] = {"zookeeper.session.timeout.ms": "3000"}
+DEMO_TOPICS = (
+    TopicSpec(name="orders", partitions=3, replication_factor=3, config={"min.insync.replicas": "2"}),
+)
+DEMO_CLIENTS = (
+    ClientSpec(kind="producer", name="checkout", topics=("orders",), rate_per_s=5, acks="all"),
+    # The lab's 6 s session (Kafka's default is 45 s), so a crash shows as a rebalance while a class watches.
+    *(
+        ClientSpec(
+            kind="consumer",
+            name=f"billing-{n}",
+            topics=("orders",),
+            group="billing",
+            processing_ms=50,
+            session_timeout_ms=int(CONSUMER_KEYS["session.timeout.ms"].default),
+        )
+        for n in (1, 2)
+    ),
+)

@@ -32,6 +32,7 @@ from typing import Any
 
 import yaml
 
+from lab.engine import limits
 from lab.engine.config import producer_config
 from lab.engine.errors import ConfigException
 from lab.scenarios import yamlsafe
@@ -39,10 +40,10 @@ from lab.scenarios.yamlsafe import clip, excerpt, line_of
 
 MAX_STEPS = 1_000
 MAX_MS = 3_600_000  # any duration a step names: one hour of virtual time
-MAX_PRODUCE = 10_000  # records one produce step sends (the live lab's produce form sends 1000)
+MAX_PRODUCE = limits.RECORDS.high  # records one produce step sends, as the API and the forms
 MAX_RECORDS = 100_000  # records a scenario's produce steps send in all, and any count it waits for
-MAX_PARTITIONS = 32  # as the API
-MAX_RATE = 1_000.0  # a simulated producer's records a second, as the live controls
+MAX_PARTITIONS = limits.PARTITIONS.high  # as everywhere a topic is made
+MAX_RATE = limits.PRODUCER_RATE.high  # a simulated producer's records a second, as the live controls
 MAX_KEYS = 10_000
 MAX_INT = 2**63 - 1  # Kafka's offsets and timestamps are 64-bit
 MAX_MESSAGE = 500
@@ -133,6 +134,18 @@ _record_count = _at_most(_nonneg, MAX_RECORDS, " records")
 _partition_count = _at_most(_positive, MAX_PARTITIONS, " (partitions a topic may have in the lab)")
 
 
+def _within(limit: limits.Whole) -> Callable[[Any], int]:
+    """A whole number within the lab's ``limit`` (the one the API, the forms and the controls use)."""
+
+    def check(value: Any) -> int:
+        number = _int(value)
+        if not limit.low <= number <= limit.high:
+            raise _Bad(f"a number from {limit.low} to {limit.high}, not {number}")
+        return number
+
+    return check
+
+
 def _rate(value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise _Bad(f"a number, not {excerpt(value)}")
@@ -150,8 +163,20 @@ def _str(value: Any) -> str:
     return value
 
 
+def _template_of(limit: limits.Text) -> Callable[[Any], str]:
+    """A record's key or value: text of at most the lab's length, where {i} is the record's number
+    and {producer} the producer's name."""
+
+    def check(value: Any) -> str:
+        text = _template(value)
+        if len(text) > limit.max_length:
+            raise _Bad(f"text of at most {limit.max_length} characters, not {len(text)}")
+        return text
+
+    return check
+
+
 def _template(value: Any) -> str:
-    """A record's key or value: text, where {i} is the record's number and {producer} the producer's name."""
     text = _str(value)
     try:
         fields = [(name, spec, conversion) for _, name, spec, conversion in string.Formatter().parse(text)]
@@ -351,7 +376,7 @@ _PARTITION_KEYS = (
     "replica",
 )
 
-BROKER: Schema = {"broker": _int}
+BROKER: Schema = {"broker": _within(limits.BROKER_ID)}
 
 STEPS: dict[str, tuple[Schema, tuple[str, ...], str | None]] = {
     # kind: (fields, required, the field a bare scalar fills)
@@ -359,8 +384,8 @@ STEPS: dict[str, tuple[Schema, tuple[str, ...], str | None]] = {
     "create_topic": (
         {
             "name": _str,
-            "partitions": _partition_count,
-            "replication_factor": _positive,
+            "partitions": _within(limits.PARTITIONS),
+            "replication_factor": _within(limits.REPLICATION_FACTOR),
             "config": _config,
             "assignment": _assignment,
         },
@@ -368,16 +393,16 @@ STEPS: dict[str, tuple[Schema, tuple[str, ...], str | None]] = {
         "name",
     ),
     "delete_topic": ({"name": _str}, ("name",), "name"),
-    "add_partitions": ({"topic": _str, "total": _partition_count}, ("topic", "total"), None),
+    "add_partitions": ({"topic": _str, "total": _within(limits.PARTITIONS)}, ("topic", "total"), None),
     "set_config": ({"topic": _str, "config": _config}, ("topic", "config"), None),
     "produce": (
         {
             "topic": _str,
             "count": _produce_count,
             "acks": _acks,
-            "key": _template,
-            "value": _template,
-            "partition": _nonneg,
+            "key": _template_of(limits.KEY),
+            "value": _template_of(limits.VALUE),
+            "partition": _within(limits.PARTITION),
             "producer": _str,
             "wait": _bool,
             "retries": _nonneg,
@@ -393,7 +418,7 @@ STEPS: dict[str, tuple[Schema, tuple[str, ...], str | None]] = {
     "consume": (
         {
             "topic": _str,
-            "partition": _nonneg,
+            "partition": _within(limits.PARTITION),
             "from": _from,
             "count": _record_count,
             "as": _str,
@@ -408,14 +433,22 @@ STEPS: dict[str, tuple[Schema, tuple[str, ...], str | None]] = {
         ("as", "count"),
         None,
     ),
-    "kill": ({"broker": _int, "lose_unflushed": _bool}, ("broker",), "broker"),
+    "kill": ({"broker": _within(limits.BROKER_ID), "lose_unflushed": _bool}, ("broker",), "broker"),
     "restart": (BROKER, ("broker",), "broker"),
     "pause": (BROKER, ("broker",), "broker"),
     "resume": (BROKER, ("broker",), "broker"),
     "heal": (BROKER, ("broker",), "broker"),
     "controlled_shutdown": (BROKER, ("broker",), "broker"),
-    "isolate": ({"broker": _int, "from": _choice("zookeeper", "brokers", "clients")}, ("broker",), "broker"),
-    "slow": ({"broker": _int, "delay_ms": _ms}, ("broker",), "broker"),
+    "isolate": (
+        {"broker": _within(limits.BROKER_ID), "from": _choice("zookeeper", "brokers", "clients")},
+        ("broker",),
+        "broker",
+    ),
+    "slow": (
+        {"broker": _within(limits.BROKER_ID), "delay_ms": _within(limits.SLOW_MS)},
+        ("broker",),
+        "broker",
+    ),
     "wait": ({"ms": _ms}, ("ms",), "ms"),
     "wait_until": ({**EXPECT, "timeout_ms": _timeout_ms}, (), None),
     "expect": (EXPECT, (), None),
@@ -437,7 +470,7 @@ STEPS: dict[str, tuple[Schema, tuple[str, ...], str | None]] = {
             "group": _str,
             "topics": _strs,
             "name": _str,
-            "processing_ms": _ms,
+            "processing_ms": _within(limits.PROCESSING_MS),
             "assignor": _choice("range", "roundrobin", "sticky", "cooperative-sticky"),
             "session_timeout_ms": _timeout_ms,
             "heartbeat_interval_ms": _timeout_ms,
@@ -608,8 +641,8 @@ def _cluster(raw: Any, source: str, line: int | None) -> ClusterSpec:
     except _Bad as bad:
         raise ScenarioError(source, line, f"cluster: {bad}") from None
     brokers = args.get("brokers", 3)
-    if brokers > 12:
-        raise ScenarioError(source, line, "cluster: a lab has at most 12 brokers")
+    if brokers > limits.BROKERS.high:
+        raise ScenarioError(source, line, f"cluster: a lab has at most {limits.BROKERS.high} brokers")
     from lab.engine.config import validate_broker_config
     from lab.engine.errors import KafkaError
 

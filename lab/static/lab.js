@@ -65,9 +65,21 @@
       var on = c.dataset.filter === f.kind && (f.kind === "all" || c.dataset.value === f.value);
       c.setAttribute("aria-pressed", on ? "true" : "false");
     });
+    // Housekeeping (compaction, internal topics) shows under its own filter and a topic's, never in All.
+    var shown = 0;
     document.querySelectorAll("#timeline .ev").forEach(function (ev) {
-      ev.hidden = f.kind !== "all" && ev.dataset[f.kind] !== f.value;
+      var chore = ev.dataset.housekeeping === "true";
+      var keep;
+      if (f.kind === "all") keep = !chore;
+      else if (f.kind === "housekeeping") keep = chore;
+      else if (f.kind === "topic") keep = ev.dataset.topic === f.value;
+      else if (f.kind === "broker") keep = !chore && (ev.dataset.brokers || "").indexOf(" " + f.value + " ") >= 0;
+      else keep = !chore && ev.dataset[f.kind] === f.value;
+      ev.hidden = !keep;
+      if (keep) shown += 1;
     });
+    var none = document.querySelector("#timeline .none-shown");
+    if (none) none.hidden = shown > 0 || !document.querySelector("#timeline .ev");
   }
 
   function applyOpen() {

@@ -8,6 +8,7 @@ from typing import Any
 from django import template
 
 from lab.labs import dom_id
+from lab.visuals.clock import clock_label
 
 register = template.Library()
 
@@ -29,3 +30,11 @@ def domid(text: Any) -> str:
 @register.filter
 def stats_of(stats: Any, name: str) -> Any:
     return stats.of(name) if stats is not None else ()
+
+
+@register.filter
+def clock(time_ms: Any) -> str:
+    """``{{ r.time_ms|clock }}``: a moment of virtual time as the lab's clock shows it ("3:34.019")."""
+    if time_ms is None or time_ms == "":
+        return "—"
+    return clock_label(int(time_ms))

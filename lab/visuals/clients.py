@@ -74,6 +74,9 @@ def is_simulated(client: Mapping[str, Any]) -> bool:
 def _target(client: Mapping[str, Any]) -> str:
     topics = client.get("topics") or ([client["topic"]] if client.get("topic") else [])
     text = ", ".join(str(t) for t in topics)
+    if client.get("kind") == "producer":
+        text = text or "nothing written yet"
+        return f"{text} · acks={client['acks']}" if client.get("acks") else text
     if client.get("group"):
         text = f"{text} · group {client['group']}" if text else f"group {client['group']}"
     if client.get("kind") == "consumer" and client.get("assignment") is not None:
@@ -82,26 +85,35 @@ def _target(client: Mapping[str, Any]) -> str:
     return text
 
 
-def _actions(name: str, state: str) -> tuple[Action, ...]:
+# What Stop and Crash do, by kind: a producer has no group and no session to time out.
+_STOP = {
+    "producer": "Stop {name}: it sends no new records; those already sent still get their answers",
+    "consumer": "Stop {name} cleanly: it commits what it processed and leaves its group, which rebalances at once",
+}
+_CRASH = {
+    "producer": "Crash {name}: records it had not sent yet are lost and answers on their way go nowhere; "
+    "the brokers notice nothing, as a producer holds no session",
+    "consumer": "Crash {name}: no goodbye; its group notices only when session.timeout.ms passes, then rebalances",
+}
+
+
+def _actions(name: str, kind: str, state: str) -> tuple[Action, ...]:
     p = (("name", name),)
     running = state == "running"
+    kind = kind if kind in _STOP else "consumer"
     return (
         Action(
             name="client-stop",
             label="Stop",
             enabled=running,
-            title=f"Stop {name} cleanly (a consumer leaves its group)" if running else f"{name} is {state}",
+            title=_STOP[kind].format(name=name) if running else f"{name} is {state}",
             params=p,
         ),
         Action(
             name="client-crash",
             label="Crash",
             enabled=running,
-            title=(
-                f"Crash {name}: no goodbye; a consumer's group notices when its session times out"
-                if running
-                else f"{name} is {state}"
-            ),
+            title=_CRASH[kind].format(name=name) if running else f"{name} is {state}",
             params=p,
         ),
         Action(
@@ -129,7 +141,7 @@ def clients_view(snapshot: Mapping[str, Any]) -> ClientsView:
                 glyph=glyph,
                 target=_target(client),
                 simulated=is_simulated(client),
-                actions=_actions(name, state) if is_simulated(client) else (),
+                actions=_actions(name, str(client.get("kind", "")), state) if is_simulated(client) else (),
             )
         )
     return ClientsView(

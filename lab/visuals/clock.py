@@ -10,6 +10,15 @@ SPEEDS = (0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0)
 INSTALL_HINT = "apt-get install -y zookeeper"
 
 
+def clock_label(time_ms: int) -> str:
+    """A moment of virtual time as the lab's clock shows it: minutes:seconds.milliseconds ("3:34.019").
+
+    Every page says times this one way: the timeline, rebalances, fetches in flight, the admin panel."""
+    seconds, ms = divmod(max(0, int(time_ms)), 1000)
+    minutes, seconds = divmod(seconds, 60)
+    return f"{minutes}:{seconds:02d}.{ms:03d}"
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ClockTime:
     """What changes every frame: virtual time."""
@@ -19,9 +28,7 @@ class ClockTime:
 
     @property
     def label(self) -> str:
-        seconds, ms = divmod(self.time_ms, 1000)
-        minutes, seconds = divmod(seconds, 60)
-        return f"{minutes}:{seconds:02d}.{ms:03d}"
+        return clock_label(self.time_ms)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -4,8 +4,10 @@ Each broker column carries its state, its ZooKeeper session, whether it is the
 controller, and the fault controls that apply to it now (a control that does not
 apply says why). Each cell says, in words and shape as well as colour, whether the
 broker leads or follows the partition, whether it is in the ISR, and which replica
-index it is, so the placement rule (replica j of partition i on broker (i + j) mod n)
-can be read off the grid.
+index it is, so the placement rule can be read off the grid: replica j of partition i
+goes to the broker at index (i + j) mod n of the brokers in id order (index 0 is the
+lowest id, so with brokers 1, 2, 3 index 0 is broker 1). The legend works one example
+through with the lab's own brokers and topic.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from lab.visuals.glossary import tip
+from lab.visuals.glossary import effective_value, governed_by, tip
 
 # State -> (label, glyph). The glyph is a shape, so no state is told by colour alone.
 BROKER_STATES: Mapping[str, tuple[str, str]] = {
@@ -26,13 +28,6 @@ BROKER_STATES: Mapping[str, tuple[str, str]] = {
     "isolated": ("isolated", "⊘"),
     "slow": ("slow", "≋"),
     "starting": ("starting", "◌"),
-}
-SESSION_LABELS: Mapping[str, str] = {
-    "connected": "session connected",
-    "connecting": "session connecting",
-    "suspended": "session suspended",
-    "expired": "session expired",
-    "closed": "no session",
 }
 _STATE_TIPS = {f"broker_{s}" for s in BROKER_STATES}
 DOWN = ("killed", "stopped")
@@ -63,8 +58,7 @@ class BrokerColumn:
     glyph: str
     state_tip: str
     controller: bool
-    session: str
-    session_label: str
+    session: str  # the broker's own view of its session; lab.visuals.sessions says ZooKeeper's
     broker_epoch: int | None
     isolated_from: tuple[str, ...]
     slow_ms: int
@@ -96,6 +90,8 @@ class PartitionRow:
     isr: tuple[int, ...]
     offline: bool
     under_replicated: bool
+    under_min_isr: bool  # online, with fewer in sync than min.insync.replicas: acks=all writes fail
+    min_isr_title: str
     cells: tuple[ReplicaCell, ...]
     title: str
 
@@ -108,6 +104,35 @@ class TopicBlock:
     partitions: tuple[PartitionRow, ...]
     offline: int
     under_replicated: int
+    min_insync_replicas: int  # the topic's override, else the broker's
+    min_isr_override: bool
+    min_isr_tip: str
+
+    @property
+    def under_min_isr(self) -> int:
+        return sum(p.under_min_isr for p in self.partitions)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PlacementExample:
+    """One replica worked through the rule: ``topic``-``partition``'s replica ``replica`` is at
+    index (partition + replica) mod n = ``index`` of the brokers in id order, so on ``broker``."""
+
+    topic: str  # "" when the lab has no topic placed by the rule: an example with its brokers only
+    partition: int
+    replica: int
+    brokers: int  # n
+    index: int
+    broker: int
+
+    @property
+    def text(self) -> str:
+        what = (
+            f"{self.topic}-{self.partition}'s replica {self.replica}"
+            if self.topic
+            else f"replica {self.replica} of partition {self.partition}"
+        )
+        return f"{what}: ({self.partition} + {self.replica}) mod {self.brokers} = {self.index}, so broker {self.broker}"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -117,6 +142,9 @@ class ClusterMap:
     controller: int | None
     controller_epoch: int
     tips: tuple[tuple[str, str], ...]
+    broker_order: tuple[int, ...]  # broker ids in id order: the placement rule's indexes
+    placement_example: PlacementExample | None
+    placement_tip: str
 
     @property
     def tip(self) -> dict[str, str]:
@@ -129,6 +157,11 @@ class ClusterMap:
     @property
     def internal_topics(self) -> tuple[TopicBlock, ...]:
         return tuple(t for t in self.topics if t.internal)
+
+
+def under_min_isr(part: Mapping[str, Any], min_isr: int) -> bool:
+    """An online partition whose ISR is smaller than min.insync.replicas: acks=all writes fail."""
+    return not part.get("offline") and int(part["leader"]) >= 0 and len(part["isr"]) < min_isr
 
 
 def broker_actions(broker: Mapping[str, Any]) -> tuple[Action, ...]:
@@ -241,7 +274,6 @@ def _broker_column(broker: Mapping[str, Any], config: Mapping[str, str]) -> Brok
         state_tip=state_tip,
         controller=bool(broker.get("controller")),
         session=session,
-        session_label=SESSION_LABELS.get(session, f"session {session}"),
         broker_epoch=broker.get("broker_epoch"),
         isolated_from=tuple(broker.get("isolated_from") or ()),
         slow_ms=int(broker.get("slow_ms") or 0),
@@ -253,12 +285,52 @@ def _placement_note(partition: int, j: int, broker: int, ordered: list[int]) -> 
     n = len(ordered)
     k = (partition + j) % n
     if ordered[k] == broker:
-        return f"replica {j}: ({partition} + {j}) mod {n} = {k}, the {_ordinal(k)} broker, so broker {broker}"
+        return (
+            f"replica {j}: ({partition} + {j}) mod {n} = {k}, index {k} of the brokers in id order "
+            f"{ordered}, so broker {broker}"
+        )
     return f"replica {j}: placed on broker {broker} by a reassignment, not by the (i + j) mod n rule"
 
 
-def _ordinal(k: int) -> str:
-    return {0: "1st", 1: "2nd", 2: "3rd"}.get(k, f"{k + 1}th")
+PLACEMENT_TIP = (
+    "How a topic's replicas were placed when it was created: replica j of partition i goes to the broker "
+    "at index (i + j) mod n, n brokers counted from index 0 in id order; replica 0 is the preferred leader. "
+    "Kafka itself starts at a random index and puts the followers a random shift away (the shift grows every "
+    "n partitions), to spread replicas evenly; the lab starts at index 0 with no shift so the rule reads off "
+    "the grid. A reassignment may move replicas elsewhere."
+)
+
+
+def placement_example(topics: list[TopicBlock], ordered: list[int]) -> PlacementExample | None:
+    """A replica of one of the lab's own topics that the rule placed, preferring one where the index
+    wraps around (i + j >= n: where "mod n" and counting from 0 matter), then one with i and j above 0."""
+    n = len(ordered)
+    if n == 0:
+        return None
+    found: list[PlacementExample] = []
+    for topic in topics:
+        if topic.internal:
+            continue
+        for row in topic.partitions:
+            for j, broker in enumerate(row.replicas):
+                k = (row.partition + j) % n
+                if ordered[k] == broker:
+                    found.append(
+                        PlacementExample(
+                            topic=topic.name,
+                            partition=row.partition,
+                            replica=j,
+                            brokers=n,
+                            index=k,
+                            broker=broker,
+                        )
+                    )
+    if found:
+        return max(found, key=lambda e: (e.partition + e.replica >= n, e.partition > 0 and e.replica > 0))
+    # No topic placed by the rule yet: the lab's own brokers, partition n - 1's replica 1.
+    i, j = n - 1, min(1, n - 1)
+    k = (i + j) % n
+    return PlacementExample(topic="", partition=i, replica=j, brokers=n, index=k, broker=ordered[k])
 
 
 def _cell(
@@ -313,6 +385,8 @@ def cluster_map(snapshot: Mapping[str, Any], config: Mapping[str, str]) -> Clust
     for name in sorted(snapshot.get("topics", {}), key=lambda t: (t.startswith("__"), t)):
         rows: list[PartitionRow] = []
         parts = snapshot["topics"][name]["partitions"]
+        overrides: Mapping[str, str] = snapshot["topics"][name].get("config") or {}
+        min_isr = int(effective_value("min.insync.replicas", config, overrides))
         for part in sorted(parts, key=lambda p: p["partition"]):
             leader = int(part["leader"])
             offline = bool(part["offline"])
@@ -331,6 +405,9 @@ def cluster_map(snapshot: Mapping[str, Any], config: Mapping[str, str]) -> Clust
                     isr=tuple(int(r) for r in part["isr"]),
                     offline=offline,
                     under_replicated=bool(part["under_replicated"]),
+                    under_min_isr=under_min_isr(part, min_isr),
+                    min_isr_title=f"ISR {list(part['isr'])}: {len(part['isr'])} in sync, "
+                    f"min.insync.replicas {min_isr}. " + tip("under_min_isr", config, overrides),
                     cells=tuple(_cell(name, part, b, ordered, config) for b in brokers),
                     title=summary + (". " + tip("offline", config) if offline else ""),
                 )
@@ -343,6 +420,9 @@ def cluster_map(snapshot: Mapping[str, Any], config: Mapping[str, str]) -> Clust
                 partitions=tuple(rows),
                 offline=sum(r.offline for r in rows),
                 under_replicated=sum(r.under_replicated for r in rows),
+                min_insync_replicas=min_isr,
+                min_isr_override="min.insync.replicas" in overrides,
+                min_isr_tip=governed_by("min.insync.replicas", config, overrides),
             )
         )
     controller = snapshot.get("controller")
@@ -351,6 +431,9 @@ def cluster_map(snapshot: Mapping[str, Any], config: Mapping[str, str]) -> Clust
         topics=tuple(topics),
         controller=None if controller is None else int(controller),
         controller_epoch=int(snapshot.get("controller_epoch") or 0),
+        broker_order=tuple(ordered),
+        placement_example=placement_example(topics, ordered),
+        placement_tip=PLACEMENT_TIP,
         tips=tuple(
             (k, tip(k, config))
             for k in (
@@ -359,6 +442,7 @@ def cluster_map(snapshot: Mapping[str, Any], config: Mapping[str, str]) -> Clust
                 "in_isr",
                 "out_of_isr",
                 "offline",
+                "under_min_isr",
                 "controller",
                 "session",
                 "not_hosted",

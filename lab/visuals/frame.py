@@ -20,6 +20,7 @@ from lab.visuals.cluster_map import cluster_map
 from lab.visuals.groups import groups_view
 from lab.visuals.lost import lost_records
 from lab.visuals.partition_log import partition_logs
+from lab.visuals.sessions import sessions_view
 from lab.visuals.timeline import timeline, timeline_filters
 from lab.visuals.zookeeper import zookeeper_tree
 
@@ -69,6 +70,7 @@ def build(inputs: FrameInputs) -> dict[str, object]:
         "clock-time": ClockTime(time_ms=int(snap.get("time_ms") or 0), paused=inputs.paused),
         "clock-controls": clock_controls(inputs.rate, inputs.paused),
         "cluster-map": cluster_map(snap, config),
+        "sessions": sessions_view(snap, inputs.tree, config),
         "plogs": TopicIndex(
             topics=tuple(t.topic for t in logs.topics if not t.internal),
             internal=tuple(t.topic for t in logs.topics if t.internal),

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from lab.engine.config import BROKER_KEYS, TOPIC_KEYS, ConfigKey
+from lab.engine.config import BROKER_KEYS, CONSUMER_KEYS, TOPIC_KEYS, ConfigKey
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -43,7 +43,8 @@ ENTRIES: Mapping[str, Entry] = {
         config="unclean.leader.election.enable",
     ),
     "not_hosted": Entry(
-        sentence="This broker holds no replica of the partition (placement: replica j of partition i on broker (i + j) mod n).",
+        sentence="This broker holds no replica of the partition (placement: replica j of partition i on the broker "
+        "at index (i + j) mod n of the brokers in id order, counting from 0).",
     ),
     "controller": Entry(
         sentence="The controller: elected through the /controller znode, it chooses leaders and tells every broker.",
@@ -54,11 +55,17 @@ ENTRIES: Mapping[str, Entry] = {
         config="zookeeper.session.timeout.ms",
     ),
     "log_start_offset": Entry(
-        sentence="Log start offset: the oldest offset this replica still keeps; retention moves it forward.",
+        sentence="Log start: the oldest offset this replica still keeps; retention moves it forward "
+        "(not the LSO, which in Kafka is the last stable offset of transactions).",
         config="retention.ms",
     ),
     "high_watermark": Entry(
         sentence="High watermark: every ISR replica has the records below it; consumers read only below it.",
+        config="min.insync.replicas",
+    ),
+    "under_min_isr": Entry(
+        sentence="Under min ISR: the ISR is smaller than min.insync.replicas, so every acks=all write to this "
+        "partition fails with NOT_ENOUGH_REPLICAS (acks=1 and acks=0 writes still succeed).",
         config="min.insync.replicas",
     ),
     "log_end_offset": Entry(
@@ -128,7 +135,7 @@ ENTRIES: Mapping[str, Entry] = {
 
 
 def config_key(name: str) -> ConfigKey | None:
-    return BROKER_KEYS.get(name) or TOPIC_KEYS.get(name)
+    return BROKER_KEYS.get(name) or TOPIC_KEYS.get(name) or CONSUMER_KEYS.get(name)
 
 
 def lab_value(name: str, config: Mapping[str, str]) -> str | None:
@@ -143,22 +150,37 @@ def lab_value(name: str, config: Mapping[str, str]) -> str | None:
     return key.default
 
 
-def governed_by(name: str, config: Mapping[str, str]) -> str:
-    """``"replica.lag.time.max.ms: lab 10000, Kafka 30000"``."""
+def effective_value(name: str, config: Mapping[str, str], topic: Mapping[str, str] | None = None) -> str:
+    """What a topic runs with: its own override, else the lab's value (the broker's)."""
+    if topic and name in topic and name in TOPIC_KEYS:
+        return topic[name]
+    value = lab_value(name, config)
+    if value is None:
+        raise KeyError(f"no config key {name!r} in the engine's registry")
+    return value
+
+
+def governed_by(name: str, config: Mapping[str, str], topic: Mapping[str, str] | None = None) -> str:
+    """``"replica.lag.time.max.ms: lab 10000, Kafka 30000"``; with a topic's override of a topic key,
+    ``"min.insync.replicas: topic 2 (lab 1, Kafka 1)"``, the value that topic really runs with first."""
     key = config_key(name)
     if key is None:
         raise KeyError(f"no config key {name!r} in the engine's registry")
-    return f"{name}: lab {lab_value(name, config)}, Kafka {key.kafka_default}"
+    both = f"lab {lab_value(name, config)}, Kafka {key.kafka_default}"
+    if topic and name in topic and name in TOPIC_KEYS:
+        return f"{name}: topic {topic[name]} ({both})"
+    return f"{name}: {both}"
 
 
-def tip(marker: str, config: Mapping[str, str]) -> str:
-    """The tooltip for a marker: its sentence, then the governing config with both values."""
+def tip(marker: str, config: Mapping[str, str], topic: Mapping[str, str] | None = None) -> str:
+    """The tooltip for a marker: its sentence, then the governing config with both values
+    (and the topic's own value, for a marker of one topic that overrides it)."""
     entry = ENTRIES[marker]
     if entry.config is None:
         return entry.sentence
-    return f"{entry.sentence} ({governed_by(entry.config, config)})"
+    return f"{entry.sentence} ({governed_by(entry.config, config, topic)})"
 
 
-def tips(config: Mapping[str, str]) -> dict[str, str]:
+def tips(config: Mapping[str, str], topic: Mapping[str, str] | None = None) -> dict[str, str]:
     """Every marker's tooltip, for templates."""
-    return {marker: tip(marker, config) for marker in ENTRIES}
+    return {marker: tip(marker, config, topic) for marker in ENTRIES}

@@ -1,7 +1,8 @@
 """Consumer groups: members, who owns which partition, committed offsets, lag, and rebalances.
 
-The rebalance timeline comes from the journal's ``rebalance`` events: each names the
-generation, the reason, and per member what it gave up (revoked) and received.
+The rebalance history comes from the journal's ``rebalance`` events, one per generation
+the group reached: each names the generation, the reason, the members by member id, and per
+member what it gave up (revoked) and received.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ class Ownership:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class MemberChange:
+    member_id: str
     client: str
     gave: tuple[str, ...]
     got: tuple[str, ...]
@@ -54,6 +56,8 @@ class Rebalance:
     generation: int
     reason: str
     protocol: str
+    members: tuple[str, ...]  # the generation's member ids
+    abandoned: str  # why it was abandoned before its members took their partitions ("": it settled)
     changes: tuple[MemberChange, ...]
     text: str
 
@@ -100,20 +104,25 @@ def rebalance(event: Event, known: Mapping[str, str]) -> Rebalance:
     data = event.data
     revoked: Mapping[str, Any] = data.get("revoked") or {}
     assigned: Mapping[str, Any] = data.get("assigned") or {}
-    members = set(data.get("members") or ())
+    clients: Mapping[str, str] = {**known, **(data.get("clients") or {})}
+    members = tuple(str(m) for m in data.get("members") or ())
     changes = []
     for mid in sorted(set(revoked) | set(assigned)):
         gave = tuple(_tp(p) for p in revoked.get(mid, ()))
         got = tuple(_tp(p) for p in assigned.get(mid, ()))
         left = (bool(members) and mid not in members) or (not members and not got)
         if gave or got or left:
-            changes.append(MemberChange(client=_client_of(mid, known), gave=gave, got=got, left=left))
+            changes.append(
+                MemberChange(member_id=mid, client=_client_of(mid, clients), gave=gave, got=got, left=left)
+            )
     return Rebalance(
         seq=event.seq,
         time_ms=event.time_ms,
         generation=int(data.get("generation", 0)),
         reason=str(data.get("reason") or ""),
         protocol=str(data.get("protocol") or ""),
+        members=members,
+        abandoned=str(data.get("abandoned") or ""),
         changes=tuple(changes),
         text=event.text,
     )

@@ -2,8 +2,11 @@
 
 Rows of one partition share one window of offsets, so the replicas line up and a
 student sees at a glance which follower lags. Each row marks the log start offset
-(LSO), the high watermark (HW) and the log end offset (LEO); the records between the
-HW and the LEO are drawn as written but not yet visible to consumers. Fetches in
+("log start": not "LSO", which in Kafka is the last stable offset of transactions), the
+high watermark (HW) and the log end offset (LEO); the records between the HW and the LEO
+are drawn as written but not yet visible to consumers. A partition whose ISR is smaller
+than its topic's min.insync.replicas (the topic's override, else the broker's) is marked:
+acks=all writes to it fail. Fetches in
 flight between the replicas are drawn where they are on their way, with the time
 left to travel so the page can animate them.
 """
@@ -14,7 +17,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from lab.visuals.glossary import tip
+from lab.visuals.clock import clock_label
+from lab.visuals.cluster_map import under_min_isr
+from lab.visuals.glossary import effective_value, tip
 
 WINDOW = 24  # offset cells drawn per row
 ROOM = 2  # empty cells after the longest log: where the next records go
@@ -22,11 +27,11 @@ ROOM = 2  # empty cells after the longest log: where the next records go
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Marker:
-    """LSO, HW or LEO (or several where they coincide), at the left edge of cell ``at``."""
+    """Log start, HW or LEO (or several where they coincide), at the left edge of cell ``at``."""
 
     at: int
     label: str  # "HW LEO"
-    kinds: str  # css classes: "hw leo"
+    kinds: str  # css classes: "start hw leo"
     title: str
 
 
@@ -76,6 +81,9 @@ class PartitionLog:
     earlier: int  # offsets before the window that some replica still keeps
     replicas: tuple[ReplicaLog, ...]
     flights: tuple[Flight, ...]
+    min_insync_replicas: int  # the topic's effective value
+    under_min_isr: bool  # an online partition whose ISR is smaller: acks=all writes fail
+    min_isr_title: str
 
     @property
     def axis(self) -> tuple[tuple[int, int], ...]:
@@ -92,6 +100,17 @@ class TopicLog:
     topic: str
     internal: bool
     partitions: tuple[PartitionLog, ...]
+    min_insync_replicas: int  # the topic's override, else the broker's
+    min_isr_override: bool  # the topic sets its own
+    tips: tuple[tuple[str, str], ...]  # the markers' tooltips, with this topic's own config values
+
+    @property
+    def tip(self) -> dict[str, str]:
+        return dict(self.tips)
+
+    @property
+    def under_min_isr(self) -> int:
+        return sum(p.under_min_isr for p in self.partitions)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -117,10 +136,10 @@ def _window(logs: Mapping[str, Mapping[str, Any]], width: int) -> tuple[int, int
     return start, end, start - oldest
 
 
-def _cells(start: int, end: int, lso: int, hw: int, leo: int) -> str:
+def _cells(start: int, end: int, log_start: int, hw: int, leo: int) -> str:
     out = []
     for offset in range(start, end):
-        if offset < lso:
+        if offset < log_start:
             out.append("d")
         elif offset < min(hw, leo):
             out.append("c")
@@ -132,14 +151,20 @@ def _cells(start: int, end: int, lso: int, hw: int, leo: int) -> str:
 
 
 def _markers(
-    start: int, end: int, lso: int, hw: int, leo: int, config: Mapping[str, str]
+    start: int,
+    end: int,
+    log_start: int,
+    hw: int,
+    leo: int,
+    config: Mapping[str, str],
+    topic_config: Mapping[str, str],
 ) -> tuple[Marker, ...]:
     """Markers in the window; where two or three coincide they share one label ("HW LEO")."""
     at: dict[int, list[tuple[str, str, int]]] = {}
-    for kind, label, offset in (("lso", "LSO", lso), ("hw", "HW", hw), ("leo", "LEO", leo)):
+    for kind, label, offset in (("start", "log start", log_start), ("hw", "HW", hw), ("leo", "LEO", leo)):
         if start <= offset <= end:  # a boundary may sit just after the window's last cell
             at.setdefault(offset - start, []).append((kind, label, offset))
-    names = {"lso": "log_start_offset", "hw": "high_watermark", "leo": "log_end_offset"}
+    names = {"start": "log_start_offset", "hw": "high_watermark", "leo": "log_end_offset"}
     out = []
     for index in sorted(at):
         marks = at[index]
@@ -149,7 +174,8 @@ def _markers(
                 label=" ".join(label for _, label, _ in marks),
                 kinds=" ".join(kind for kind, _, _ in marks),
                 title=" ".join(
-                    f"{label} = {offset}. {tip(names[kind], config)}" for kind, label, offset in marks
+                    f"{label} = {offset}. {tip(names[kind], config, topic_config)}"
+                    for kind, label, offset in marks
                 ),
             )
         )
@@ -196,7 +222,7 @@ def _flights(
                     if response
                     else f"Fetch {src} → {dst}: the follower asks from its LEO"
                 )
-                + f" (sent at {sent} ms, arrives at {deliver} ms)",
+                + f" (sent at {clock_label(sent)}, arrives at {clock_label(deliver)}, virtual time)",
             )
         )
     return tuple(sorted(out, key=lambda f: f.id))
@@ -210,8 +236,11 @@ def partition_log(
     now_ms: int,
     rate: float,
     config: Mapping[str, str],
+    topic_config: Mapping[str, str] | None = None,
     width: int = WINDOW,
 ) -> PartitionLog:
+    """One partition's replicas; ``topic_config`` is the topic's overrides (the snapshot's ``config``)."""
+    overrides: Mapping[str, str] = topic_config or {}
     logs: Mapping[str, Mapping[str, Any]] = part.get("logs") or {}
     start, end, earlier = _window(logs, width)
     leader = int(part["leader"])
@@ -221,12 +250,12 @@ def partition_log(
     replicas = []
     for broker in rows:
         log = logs[str(broker)]
-        lso, hw, leo = int(log["log_start_offset"]), int(log["high_watermark"]), int(log["log_end_offset"])
+        first, hw, leo = int(log["log_start_offset"]), int(log["high_watermark"]), int(log["log_end_offset"])
         behind = 0 if leader_leo is None else max(0, leader_leo - leo)
         role = "leader" if broker == leader else "follower"
         words = [
             f"broker {broker}, {role}" + ("" if broker in isr else ", out of ISR"),
-            f"LSO {lso}, HW {hw}, LEO {leo}, leader epoch {log['leader_epoch']}",
+            f"log start {first}, HW {hw}, LEO {leo}, leader epoch {log['leader_epoch']}",
         ]
         if leo > hw:
             words.append(f"{leo - hw} record(s) above the HW, not yet visible to consumers")
@@ -240,16 +269,17 @@ def partition_log(
                 role=role,
                 online=bool(log.get("online", True)),
                 in_isr=broker in isr,
-                log_start_offset=lso,
+                log_start_offset=first,
                 high_watermark=hw,
                 log_end_offset=leo,
                 leader_epoch=int(log["leader_epoch"]),
-                cells=_cells(start, end, lso, hw, leo),
-                markers=_markers(start, end, lso, hw, leo, config),
+                cells=_cells(start, end, first, hw, leo),
+                markers=_markers(start, end, first, hw, leo, config, overrides),
                 behind=behind,
                 title="; ".join(words),
             )
         )
+    min_isr = int(effective_value("min.insync.replicas", config, overrides))
     return PartitionLog(
         topic=topic,
         partition=int(part["partition"]),
@@ -260,6 +290,10 @@ def partition_log(
         earlier=earlier,
         replicas=tuple(replicas),
         flights=_flights(in_flight, rows, None if leader < 0 else leader, now_ms, rate),
+        min_insync_replicas=min_isr,
+        under_min_isr=under_min_isr(part, min_isr),
+        min_isr_title=f"ISR {sorted(isr)}: {len(isr)} in sync, min.insync.replicas {min_isr}. "
+        + tip("under_min_isr", config, overrides),
     )
 
 
@@ -272,13 +306,24 @@ def partition_logs(
     topics = []
     for name in sorted(snapshot.get("topics", {}), key=lambda t: (t.startswith("__"), t)):
         parts = sorted(snapshot["topics"][name]["partitions"], key=lambda p: p["partition"])
+        overrides: Mapping[str, str] = snapshot["topics"][name].get("config") or {}
         topics.append(
             TopicLog(
                 topic=name,
                 internal=name.startswith("__"),
+                min_insync_replicas=int(effective_value("min.insync.replicas", config, overrides)),
+                min_isr_override="min.insync.replicas" in overrides,
+                tips=tuple((k, tip(k, config, overrides)) for k in _TIPS),
                 partitions=tuple(
                     partition_log(
-                        name, p, in_flight=in_flight, now_ms=now, rate=rate, config=config, width=width
+                        name,
+                        p,
+                        in_flight=in_flight,
+                        now_ms=now,
+                        rate=rate,
+                        config=config,
+                        topic_config=overrides,
+                        width=width,
                     )
                     for p in parts
                 ),
@@ -286,15 +331,16 @@ def partition_logs(
         )
     return PartitionLogs(
         topics=tuple(topics),
-        tips=tuple(
-            (k, tip(k, config))
-            for k in (
-                "log_start_offset",
-                "high_watermark",
-                "log_end_offset",
-                "uncommitted",
-                "leader_epoch",
-                "in_flight",
-            )
-        ),
+        tips=tuple((k, tip(k, config)) for k in _TIPS),
     )
+
+
+_TIPS = (
+    "log_start_offset",
+    "high_watermark",
+    "log_end_offset",
+    "uncommitted",
+    "leader_epoch",
+    "in_flight",
+    "under_min_isr",
+)

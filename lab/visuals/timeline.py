@@ -1,17 +1,33 @@
 """The timeline: the journal, newest first, each event with its reason, filterable.
 
-Rows carry their topic, broker and group so the page filters them where they are;
-the filter choices are the values the shown events have.
+Rows carry their topic, the brokers they are about and their group, so the page filters
+them where they are; the filter choices are the values the shown events have.
+
+"All" is what a student follows: brokers, leaders, ISRs, records, groups. The lab's
+housekeeping (log compaction, and everything about the internal topics such as
+__consumer_offsets, whose partitions are elected and compacted like any other) sits
+behind its own "Housekeeping" filter, and is kept apart in the newest rows too, so a
+flood of it never pushes what a student did out of the list. A topic's own filter shows
+every event of that topic, its housekeeping included.
+
+An event is about every broker it names: the one that recorded it, a partition's new and
+old leader, and the brokers that joined or left an ISR. So "broker 2" keeps the
+elections of the partitions broker 2 led or now leads.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from lab.engine.events import Event
+from lab.visuals.clock import clock_label
 
-SHOWN = 150
+SHOWN = 150  # the newest events a student follows
+HOUSEKEEPING_SHOWN = 50  # and, apart, the newest housekeeping ones
+HOUSEKEEPING_KINDS = frozenset({"compaction"})
+INTERNAL_PREFIX = "__"
 
 # Kind -> tone: "bad" (something broke or was lost), "warn" (a step towards it), "good" (recovery),
 # "info" (everything else). The tone is also a glyph, so it is never told by colour alone.
@@ -37,6 +53,9 @@ TONES: Mapping[str, str] = {
     "fetch_error": "warn",
     "produce_retry": "warn",
     "member_removed": "warn",
+    "member_left": "warn",
+    "member_fenced": "warn",
+    "coordinator_unknown": "warn",
     "rebalance_started": "warn",
     "isr_expand": "good",
     "zookeeper_reachable": "good",
@@ -62,18 +81,29 @@ class TimelineEvent:
     topic: str | None
     partition: int | None
     broker: int | None
+    brokers: tuple[int, ...]  # every broker it is about (the broker filter keeps it for each)
     group: str | None
+    housekeeping: bool
     tone: str
     glyph: str
 
     @property
     def time_label(self) -> str:
-        return f"{self.time_ms / 1000:.3f} s"
+        return clock_label(self.time_ms)
+
+    @property
+    def brokers_attr(self) -> str:
+        """For the page's filter: " 1 3 " (spaces around, so " 1 " matches whole ids)."""
+        return f" {' '.join(map(str, self.brokers))} "
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Timeline:
     events: tuple[TimelineEvent, ...]
+
+    @property
+    def housekeeping(self) -> int:
+        return sum(e.housekeeping for e in self.events)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -81,6 +111,32 @@ class TimelineFilters:
     topics: tuple[str, ...]
     brokers: tuple[int, ...]
     groups: tuple[str, ...]
+    housekeeping: bool  # some housekeeping happened: offer its filter
+    housekeeping_tip: str = (
+        "The lab's housekeeping, kept out of All: log compaction, and the internal topics "
+        "(__consumer_offsets: its partitions' elections, ISR changes and cleaning)"
+    )
+
+
+def is_housekeeping(e: Event) -> bool:
+    return e.kind in HOUSEKEEPING_KINDS or bool(e.topic and e.topic.startswith(INTERNAL_PREFIX))
+
+
+def _ids(value: Any) -> set[int]:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return {value} if value >= 0 else set()
+    if isinstance(value, list | tuple):
+        return {v for v in value if isinstance(v, int) and not isinstance(v, bool) and v >= 0}
+    return set()
+
+
+def brokers_of(e: Event) -> tuple[int, ...]:
+    """Every broker ``e`` is about: who recorded it, a partition's new and old leader, and the
+    brokers that joined or left its ISR."""
+    about = _ids(e.broker) | _ids(e.data.get("leader")) | _ids(e.data.get("old_leader"))
+    if "old_isr" in e.data and "isr" in e.data:
+        about |= _ids(e.data["old_isr"]) ^ _ids(e.data["isr"])
+    return tuple(sorted(about))
 
 
 def _event(e: Event) -> TimelineEvent:
@@ -96,22 +152,34 @@ def _event(e: Event) -> TimelineEvent:
         topic=e.topic,
         partition=e.partition,
         broker=e.broker,
+        brokers=brokers_of(e),
         group=e.group,
+        housekeeping=is_housekeeping(e),
         tone=tone,
         glyph=GLYPHS[tone],
     )
 
 
-def timeline(events: Sequence[Event], *, shown: int = SHOWN) -> Timeline:
-    """The newest ``shown`` events, newest first."""
-    newest = sorted(events, key=lambda e: e.seq, reverse=True)[:shown]
-    return Timeline(events=tuple(_event(e) for e in newest))
+def timeline(
+    events: Sequence[Event], *, shown: int = SHOWN, housekeeping: int = HOUSEKEEPING_SHOWN
+) -> Timeline:
+    """The newest ``shown`` events a student follows and the newest ``housekeeping`` others, newest first."""
+    newest = sorted(events, key=lambda e: e.seq, reverse=True)
+    main = [e for e in newest if not is_housekeeping(e)][:shown]
+    chores = [e for e in newest if is_housekeeping(e)][:housekeeping]
+    kept = sorted(main + chores, key=lambda e: e.seq, reverse=True)
+    return Timeline(events=tuple(_event(e) for e in kept))
 
 
 def timeline_filters(events: Sequence[Event]) -> TimelineFilters:
-    """The topics, brokers and groups the kept events mention."""
+    """The user topics, brokers and groups the events a student follows mention, and whether there
+    is housekeeping to show."""
+    main = [e for e in events if not is_housekeeping(e)]
     return TimelineFilters(
-        topics=tuple(sorted({e.topic for e in events if e.topic})),
-        brokers=tuple(sorted({e.broker for e in events if e.broker is not None})),
-        groups=tuple(sorted({e.group for e in events if e.group})),
+        topics=tuple(
+            sorted({e.topic for e in events if e.topic and not e.topic.startswith(INTERNAL_PREFIX)})
+        ),
+        brokers=tuple(sorted({b for e in main for b in brokers_of(e)})),
+        groups=tuple(sorted({e.group for e in main if e.group})),
+        housekeeping=any(is_housekeeping(e) for e in events),
     )

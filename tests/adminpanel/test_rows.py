@@ -8,7 +8,7 @@ import pytest
 
 from lab.adminpanel import rows
 from lab.engine.cluster import Cluster
-from lab.engine.errors import CoordinatorNotAvailable
+from lab.engine.errors import CoordinatorNotAvailable, NotEnoughReplicas
 
 
 @pytest.fixture
@@ -43,6 +43,44 @@ def test_topic_rows_count_partitions_replicas_and_trouble(cluster: Cluster) -> N
     orders, solo = rows.topic_rows(cluster.snapshot())
     assert (orders.under_replicated, orders.offline) == (3, 0)
     assert (solo.under_replicated, solo.offline) == (0, 1)
+
+
+def test_a_topic_whose_isr_fell_below_its_min_insync_replicas_is_marked_where_acks_all_fails() -> None:
+    lab_config = {"zookeeper.session.timeout.ms": "1500", "min.insync.replicas": "1"}
+    with Cluster.create(brokers=3, seed=3, config=lab_config) as c:
+        c.create_topic("orders", partitions=2, replication_factor=3, config={"min.insync.replicas": "2"})
+        c.create_topic("loose", partitions=1, replication_factor=3)
+        survivor = c.partition_state("orders", 0)["leader"]
+        for b in c.broker_ids:
+            if b != survivor:
+                c.kill_broker(b)
+        c.run_for(5_000)
+        snap = c.snapshot()
+        loose_row, orders_row = rows.topic_rows(snap, broker_config=lab_config)
+        assert (orders_row.min_insync_replicas, orders_row.min_isr_override, orders_row.under_min_isr) == (
+            2,
+            True,
+            2,
+        )
+        assert (loose_row.min_insync_replicas, loose_row.min_isr_override, loose_row.under_min_isr) == (
+            1,
+            False,
+            0,
+        )
+        detail = rows.topic_detail(snap, "orders", broker_config=lab_config)
+        assert detail is not None
+        assert [p.under_min_isr for p in detail.partitions] == [True, True]
+        assert detail.under_min_isr == 2
+        # What the badge says is what a producer meets: acks=all fails, acks=1 still succeeds.
+        strict = c.producer(acks="all", retries=0).send("orders", "v", partition=0)
+        loose = c.producer(acks="1").send("orders", "v", partition=0)
+        c.wait_for(lambda: strict.done() and loose.done(), 5_000)
+        with pytest.raises(NotEnoughReplicas):
+            strict.result()
+        assert loose.result().offset == 0
+        # The broker's own value applies to a topic without an override.
+        strict_broker, _ = rows.topic_rows(snap, broker_config={"min.insync.replicas": "3"})
+        assert (strict_broker.min_insync_replicas, strict_broker.under_min_isr) == (3, 1)
 
 
 def test_a_partitions_replicas_show_how_far_behind_the_leader_they_are(cluster: Cluster) -> None:

@@ -257,3 +257,35 @@ def test_a_bad_produce_is_refused_beside_its_field_and_writes_nothing(
     assert response.status_code == 400
     assert field_error(response.content.decode(), field, prefix="produce_") == message
     assert all(records(lab, p) == [] for p in range(3))
+
+
+def _as_a_browser(lab: Lab) -> tuple[Client, dict[str, str]]:
+    """The owner's browser: the CSRF check enforced, its token sent in the header as htmx sends it."""
+    browser = Client(enforce_csrf_checks=True)
+    browser.force_login(lab.owner)
+    browser.get(url(lab, "messages/"))
+    return browser, {**HTMX, "X-CSRFToken": browser.cookies["csrftoken"].value}
+
+
+def test_an_oversized_produce_is_refused_beside_the_value_and_writes_nothing(lab: Lab) -> None:
+    browser, headers = _as_a_browser(lab)
+    response = browser.post(url(lab, "produce/"), {"value": "x" * 10_000_000, "count": "1"}, headers=headers)
+    assert response.status_code == 413
+    said = field_error(response.content.decode(), "value", prefix="produce_")
+    assert said.startswith("The request (9.5 MB) is over the 2.5 MB the lab reads")
+    assert "a record's value holds at most 100000 characters" in said
+    assert all(records(lab, p) == [] for p in range(3))
+    # The form stays usable: the next, smaller produce goes through.
+    fine = browser.post(url(lab, "produce/"), {"value": "x", "partition": "0", "count": "1"}, headers=headers)
+    assert fine.status_code == 200
+    assert [r["value"] for r in records(lab, 0)] == ["x"]
+
+
+def test_a_nul_in_a_key_or_value_is_kept_as_kafka_keeps_it(owner: Client, lab: Lab) -> None:
+    response = owner.post(
+        url(lab, "produce/"),
+        {"key": "a\x00b", "value": "v\x00", "partition": "1", "count": "1"},
+        headers=HTMX,
+    )
+    assert response.status_code == 200, field_error(response.content.decode(), "key", prefix="produce_")
+    assert [(r["key"], r["value"]) for r in records(lab, 1)] == [("a\x00b", "v\x00")]

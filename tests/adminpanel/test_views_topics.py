@@ -52,6 +52,7 @@ def test_the_table_shows_each_topic_with_its_counts_and_hides_internal_ones(owne
         "rf": "3",
         "under-replicated": "0",
         "offline": "0",
+        "under-min-isr": "0",
     }
     assert 'id="topic-__consumer_offsets"' not in page
     assert "Show internal topics (1)" in page
@@ -206,6 +207,27 @@ def test_a_bad_topic_gets_its_error_beside_the_field_and_nothing_is_created(
     assert [t["name"] for t in Lab.objects.get(pk=lab.pk).settings["topics"]] == ["orders"]
 
 
+def test_a_topic_below_its_min_insync_replicas_is_badged_in_the_table_and_on_its_partitions(
+    owner: Client, lab: Lab
+) -> None:
+    def break_it(live: LiveLab) -> None:
+        live.cluster.alter_topic_config("orders", {"min.insync.replicas": "3"})
+        live.cluster.kill_broker(3)
+        live.cluster.run_for(10_000, pace=False)  # broker 3's session expires: it leaves every ISR
+
+    on_driver(lab, break_it)
+    page = owner.get(url(lab)).content.decode()
+    assert topic_row(page, "orders")["under-min-isr"] == "3"
+    assert "under min ISR: 3" in page
+    assert re.search(
+        r'<td class="num" title="set on this topic">3 <span class="muted small">topic</span></td>', page
+    )
+    detail = owner.get(url(lab, "topics/orders/")).content.decode()
+    assert detail.count('<span aria-hidden="true">✕</span> under min ISR</span>') == 3
+    assert "fewer than min.insync.replicas=3: every acks=all write fails with NOT_ENOUGH_REPLICAS" in detail
+    assert "min.insync.replicas 3 (this topic's) · 3 under-replicated · 3 under min ISR" in detail
+
+
 # ---------------------------------------------------------------------------- one topic
 
 
@@ -234,7 +256,9 @@ def test_the_topic_page_shows_partitions_leaders_isr_and_offsets(owner: Client, 
         assert row.group(1) == str(first)  # the preferred replica leads a fresh topic
         assert sorted(row.group(2).split(",")) == ["1", "2", "3"]
     assert '<span class="badge good"><span aria-hidden="true">✓</span> in sync</span>' in page
-    assert "0 · 0 · 0" in page  # LSO · HW · LEO of an empty partition
+    assert "0 · 0 · 0" in page  # log start · HW · LEO of an empty partition
+    assert "Log start · HW · LEO" in page
+    assert "LSO" not in page  # in Kafka the LSO is the last stable offset (transactions), not the log start
     fragment = owner.get(url(lab, "topics/orders/partitions/"), headers=HTMX)
     assert fragment.status_code == 200
     assert 'hx-trigger="every 1s, lab-changed from:body"' in fragment.content.decode()

@@ -61,8 +61,9 @@ def test_reset_to_earliest_an_offset_a_time_and_latest(ada: Api, lab: Lab, audit
 
 def test_bad_resets_change_nothing(ada: Api, lab: Lab, audit: str) -> None:
     reset = f"{audit}/reset-offsets"
-    error(ada.post(reset, {"topic": "orders", "to": "offset"}), 400, "ILLEGAL_ARGUMENT")
-    error(ada.post(reset, {"topic": "orders", "to": "timestamp"}), 400, "ILLEGAL_ARGUMENT")
+    error(ada.post(reset, {"topic": "orders", "to": "offset"}), 400, "INVALID_REQUEST")
+    error(ada.post(reset, {"topic": "orders", "to": "timestamp"}), 400, "INVALID_REQUEST")
+    error(ada.post(reset, {"topic": "orders", "to": "latest", "offset": 3}), 400, "INVALID_REQUEST")
     error(ada.post(reset, {"topic": "orders", "to": "yesterday"}), 400, "INVALID_REQUEST")
     error(
         ada.post(reset, {"topic": "orders", "to": "earliest", "partitions": [9]}),

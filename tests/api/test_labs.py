@@ -44,18 +44,42 @@ def test_bad_labs_are_refused_with_the_field_and_nothing_is_made(ada: Api) -> No
     assert bad["fields"][0]["field"] == "brokers"
     assert "less than or equal to 12" in bad["fields"][0]["problem"]
     error(ada.post("/labs", {"name": "x", "config": {"no.such.key": 1}}), 400, "INVALID_CONFIG")
-    error(ada.post("/labs", {"name": "   "}), 400, "ILLEGAL_ARGUMENT")
+    error(ada.post("/labs", {"name": "   "}), 400, "INVALID_REQUEST")
     typo = error(ada.post("/labs", {"name": "x", "broker": 3}), 400, "INVALID_REQUEST")
     assert typo["fields"][0]["field"] == "broker"
     error(ada.post("/labs", ["not", "an", "object"]), 400, "INVALID_REQUEST")
     assert not Lab.objects.exists()
 
 
-def test_a_person_has_a_limited_number_of_labs(ada: Api, settings: Settings) -> None:
-    settings.LAB_API_MAX_LABS_PER_USER = 1
+def test_a_person_has_a_limited_number_of_labs(ada: Api, teacher: Api, settings: Settings) -> None:
+    settings.LAB_MAX_LABS_PER_USER = 1
     ok(ada.post("/labs", {"name": "One", "brokers": 1}), 201)
     refused = error(ada.post("/labs", {"name": "Two", "brokers": 1}), 409, "POLICY_VIOLATION")
-    assert "delete one first" in refused["message"]
+    assert refused["message"] == (
+        "ada has 1 lab already, the most a student may have (LAB_MAX_LABS_PER_USER); delete one first."
+    )
+    # A lab an instructor makes for Ada counts for Ada.
+    for_ada = error(
+        teacher.post("/labs", {"name": "For Ada", "brokers": 1, "owner": "ada"}), 409, "POLICY_VIOLATION"
+    )
+    assert for_ada["message"].startswith("ada has 1 lab already")
+    assert Lab.objects.count() == 1
+    # An instructor's own limit is higher.
+    ok(teacher.post("/labs", {"name": "Demo one", "brokers": 1}), 201)
+    ok(teacher.post("/labs", {"name": "Demo two", "brokers": 1}), 201)
+    # Deleting makes room.
+    assert ada.delete("/labs/one").status_code == 204
+    ok(ada.post("/labs", {"name": "Two", "brokers": 1}), 201)
+
+
+def test_a_full_server_refuses_a_new_lab_for_anyone(ada: Api, teacher: Api, settings: Settings) -> None:
+    settings.LAB_MAX_LIVE_LABS = 1
+    ok(ada.post("/labs", {"name": "One", "brokers": 1}), 201)
+    for who in (ada, teacher):
+        full = error(who.post("/labs", {"name": "Two", "brokers": 1}), 409, "POLICY_VIOLATION")
+        assert full["message"] == (
+            "The class server is full (1 lab running, the most it takes: LAB_MAX_LIVE_LABS); ask your instructor."
+        )
     assert Lab.objects.count() == 1
 
 

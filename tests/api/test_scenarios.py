@@ -94,10 +94,8 @@ def test_bad_runs_are_refused(ada: Api, grace: Api, runs: Runs) -> None:
     assert "line 3" in bad["message"]
     assert "explode" in bad["message"]
     error(ada.post("/scenarios/runs", {"scenario": "no-such"}), 404, "NOT_FOUND")
-    error(ada.post("/scenarios/runs", {}), 400, "ILLEGAL_ARGUMENT")
-    error(
-        ada.post("/scenarios/runs", {"scenario": "leader-failover", "yaml": SMALL}), 400, "ILLEGAL_ARGUMENT"
-    )
+    error(ada.post("/scenarios/runs", {}), 400, "INVALID_REQUEST")
+    error(ada.post("/scenarios/runs", {"scenario": "leader-failover", "yaml": SMALL}), 400, "INVALID_REQUEST")
     error(ada.get("/scenarios/runs/nope"), 404, "NOT_FOUND")
     mine = ok(ada.post("/scenarios/runs", {"yaml": SMALL}), 202)
     error(grace.get(f"/scenarios/runs/{mine['id']}"), 404, "NOT_FOUND")

@@ -77,7 +77,7 @@ def test_create_a_topic_and_read_it_back(ada: Api, lab: Lab) -> None:
         ({"name": "bad name!"}, 400, "INVALID_TOPIC_EXCEPTION"),
         ({"name": "__consumer_offsets"}, 400, "INVALID_TOPIC_EXCEPTION"),
         ({"name": "__transaction_state"}, 400, "INVALID_TOPIC_EXCEPTION"),
-        ({"name": "wide", "replication_factor": 4}, 400, "INVALID_REPLICATION_FACTOR"),
+        ({"name": "wide", "replication_factor": 4}, 409, "INVALID_REPLICATION_FACTOR"),  # 3 brokers
         ({"name": "cfg", "config": {"retention.ms": "soon"}}, 400, "INVALID_CONFIG"),
         ({"name": "cfg", "config": {"no.such.key": "1"}}, 400, "INVALID_CONFIG"),
         ({"name": "many", "partitions": 0}, 400, "INVALID_REQUEST"),
@@ -98,7 +98,8 @@ def test_a_topic_whose_name_collides_with_another_is_refused(ada: Api, lab: Lab)
         ada.post(f"/labs/{lab.slug}/topics", {"name": "pay.ments", "partitions": 1, "replication_factor": 1}),
         201,
     )
-    body = error(ada.post(f"/labs/{lab.slug}/topics", {"name": "pay_ments"}), 400, "INVALID_TOPIC_EXCEPTION")
+    # The name is well formed; the cluster refuses it for the topic it already has: a 409.
+    body = error(ada.post(f"/labs/{lab.slug}/topics", {"name": "pay_ments"}), 409, "INVALID_TOPIC_EXCEPTION")
     assert body["message"] == "Topic 'pay_ments' collides with existing topics: pay.ments"
     names = [t["name"] for t in ok(ada.get(f"/labs/{lab.slug}/topics")) if not t["internal"]]
     assert sorted(names) == ["orders", "pay.ments"]
@@ -125,7 +126,7 @@ def test_add_partitions_but_never_fewer(ada: Api, lab: Lab) -> None:
     assert [p["partition"] for p in grown["partitions"]] == [0, 1, 2, 3, 4]
     assert all(p["leader"] > 0 for p in grown["partitions"])
     refused = error(
-        ada.post(f"/labs/{lab.slug}/topics/orders/partitions", {"total": 4}), 400, "INVALID_PARTITIONS"
+        ada.post(f"/labs/{lab.slug}/topics/orders/partitions", {"total": 4}), 409, "INVALID_PARTITIONS"
     )
     assert "5 partitions" in refused["message"]
     lab.refresh_from_db()
@@ -134,7 +135,7 @@ def test_add_partitions_but_never_fewer(ada: Api, lab: Lab) -> None:
 
 def test_reassign_to_fewer_replicas_then_elect_the_preferred_leader(ada: Api, lab: Lab) -> None:
     topic = f"/labs/{lab.slug}/topics/orders"
-    error(ada.post(f"{topic}/reassign", {"plan": {"0": [1, 9]}}), 400, "INVALID_REPLICA_ASSIGNMENT")
+    error(ada.post(f"{topic}/reassign", {"plan": {"0": [1, 9]}}), 409, "INVALID_REPLICA_ASSIGNMENT")
     error(ada.post(f"{topic}/reassign", {"plan": {"7": [1, 2]}}), 404, "UNKNOWN_TOPIC_OR_PARTITION")
     error(ada.post(f"{topic}/reassign", {"plan": {"0": "one"}}), 400, "INVALID_REQUEST")
     assert "Reassignment started" in ok(ada.post(f"{topic}/reassign", {"plan": {"0": [3, 1]}}))["message"]
@@ -150,7 +151,7 @@ def test_reassign_to_fewer_replicas_then_elect_the_preferred_leader(ada: Api, la
     moved = eventually(lambda: ok(ada.get(topic))["partitions"][0], lambda p: p["leader"] == 3)
     assert moved["leader"] == 3
     error(ada.post(f"{topic}/elect-preferred", {"partitions": [3]}), 404, "UNKNOWN_TOPIC_OR_PARTITION")
-    error(ada.post(f"{topic}/elect-preferred", {"partitions": []}), 400, "ILLEGAL_ARGUMENT")
+    error(ada.post(f"{topic}/elect-preferred", {"partitions": []}), 400, "INVALID_REQUEST")
 
 
 def test_delete_a_topic(ada: Api, lab: Lab) -> None:
@@ -169,7 +170,7 @@ def test_delete_a_topic(ada: Api, lab: Lab) -> None:
 
 def test_internal_topics_are_not_deleted(ada: Api, lab: Lab) -> None:
     ok(ada.post(f"/labs/{lab.slug}/topics/orders/consume", {"group": "g"}))  # makes __consumer_offsets
-    error(ada.delete(f"/labs/{lab.slug}/topics/__consumer_offsets"), 400, "INVALID_TOPIC_EXCEPTION")
+    error(ada.delete(f"/labs/{lab.slug}/topics/__consumer_offsets"), 409, "INVALID_TOPIC_EXCEPTION")
 
 
 def test_zookeeper_down_is_a_503_at_once_and_the_lab_works_again(

@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Dialog, Page, expect
 
-from tests.browser.helpers import log_in
+from tests.browser.helpers import log_in, new_lab
 from tests.lab_server import LabServer
 
 
@@ -42,3 +42,31 @@ def test_htmx_refreshes_the_zookeeper_card(page: Page, live_lab: LabServer) -> N
     assert refresh.value.request.headers.get("hx-request") == "true"
     assert refresh.value.request.headers.get("x-csrftoken")
     expect(page.locator("#zookeeper-status")).to_contain_text("ZooKeeper answers at")
+
+
+def test_a_lab_is_deleted_from_the_home_page_after_a_confirmation(page: Page, live_lab: LabServer) -> None:
+    log_in(page, live_lab)
+    new_lab(page, live_lab, "Short-lived", session_timeout_ms=3000)
+    page.goto(live_lab.url + "/")
+    count = page.locator("#lab-count")
+    expect(count).to_contain_text(re.compile(r"^\d+ of your 20 labs"))
+    before = int(count.inner_text().split()[0])
+    row = page.locator("tr", has=page.get_by_role("link", name="Short-lived", exact=True))
+    questions: list[str] = []
+
+    def answer(dialog: Dialog) -> None:
+        questions.append(dialog.message)
+        if len(questions) == 1:
+            dialog.dismiss()  # changed my mind: nothing happens
+        else:
+            dialog.accept()
+
+    page.on("dialog", answer)
+    row.get_by_role("button", name="Delete Short-lived").click()
+    expect(row).to_have_count(1)
+    row.get_by_role("button", name="Delete Short-lived").click()
+    expect(page.get_by_role("link", name="Short-lived", exact=True)).to_have_count(0)
+    expect(page).to_have_url(live_lab.url + "/")
+    expect(count).to_contain_text(f"{before - 1} of your 20 labs")
+    assert questions == ["Delete the lab Short-lived with its cluster and data? This cannot be undone."] * 2
+    expect(page.get_by_role("link", name="Demo", exact=True)).to_be_visible()

@@ -64,5 +64,5 @@ def test_a_scenario_beyond_the_bounds_is_listed_as_broken_and_never_plays(
     (entry,) = content.scenarios()
     assert entry.scenario is None
     assert "forever.yaml line 3" in entry.error
-    assert "'count' must be at most 10000 records" in entry.error
+    assert "'count' must be at most 1000 records" in entry.error
     assert content.scenario("forever") is None

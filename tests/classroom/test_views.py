@@ -17,6 +17,7 @@ from lab.hosts import parse_listen
 from lab.labs import live_of
 from lab.models import Lab
 from lab.runtime.live import LiveLab
+from lab.runtime.spec import TopicSpec
 from tests.classroom.helpers import on_driver
 from tests.labhelpers import make_lab, make_user
 from tests.processes import wait_until
@@ -235,6 +236,31 @@ def test_start_over_plays_the_setup_again_on_a_fresh_cluster() -> None:
     assert Lab.objects.filter(owner=student).count() == 1
 
 
+@pytest.mark.django_db(transaction=True)
+def test_an_exercise_past_the_students_limit_says_so_on_its_page(settings: Settings) -> None:
+    settings.LAB_MAX_LABS_PER_USER = 1
+    student = make_user()
+    client = _client(student)
+    client.post("/scenarios/consumer-rewind/open/")  # the one lab Sam may have
+    refused = client.post(f"/exercises/{EXERCISE}/start/")
+    assert refused.status_code == 409
+    page = refused.content.decode()
+    assert re.search(
+        r'<p class="banner bad" role="alert" id="start-error">You have 1 lab already, the most a student may '
+        r"have: delete one you no longer need \(Your labs, on the home page\) first.</p>",
+        page,
+    )
+    assert "Start: make my lab for it" in page
+    assert Lab.objects.filter(owner=student).count() == 1
+    assert not ExerciseProgress.objects.filter(user=student, exercise=EXERCISE).exists()  # nothing changed
+    # An exercise whose lab the student already has opens it, at the limit or not.
+    settings.LAB_MAX_LABS_PER_USER = 2
+    other = "2-replication-and-the-isr"
+    own = make_lab(student, "Kept from before")  # two of two
+    ExerciseProgress.objects.create(user=student, exercise=other, lab=own)
+    assert client.post(f"/exercises/{other}/start/")["Location"] == own.get_absolute_url()
+
+
 def test_a_prediction_is_saved_once_and_then_explained() -> None:
     student = make_user()
     client = _client(student)
@@ -440,6 +466,48 @@ def test_hand_every_student_a_copy_of_the_demo() -> None:
     assert "Open your copy of this demo" in page
 
 
+@pytest.mark.django_db(transaction=True)
+def test_a_demos_copies_skip_students_at_a_limit_and_the_instructor_is_told_who_and_why(
+    settings: Settings,
+) -> None:
+    settings.LAB_MAX_LABS_PER_USER = 1
+    settings.LAB_MAX_LIVE_LABS = 4
+    prof = _instructor()
+    lab = make_lab(
+        prof, "Orders demo", brokers=1, topics=[TopicSpec(name="orders", partitions=1, replication_factor=1)]
+    )
+    teacher = _client(prof)
+    live = _running(lab)
+    live.act("produce", {"topic": "orders", "count": "3"}).result(30)
+    teacher.post(f"/classroom/labs/{lab.slug}/demo/")
+    demo = Demo.objects.get(lab=lab)
+    students = {n: make_user(n) for n in ("sam", "kim", "lee", "max")}
+    make_lab(students["sam"], "Sam's own", brokers=1, topics=[])  # Sam is at a student's limit
+    for s in students.values():
+        _client(s).post("/demos/join/", {"code": demo.join_code})
+
+    answer = teacher.post(f"/classroom/labs/{lab.slug}/demo/copy/", headers={"HX-Request": "true"})
+    assert answer.status_code == 200, answer.content
+    text = answer.content.decode()
+    assert (
+        "Copying the demo for 2 students: 1 topic(s), 3 record(s). Not handed a copy: "
+        "sam (1 lab already, the most a student may have); max (the class server is full (4 labs running))."
+    ) in text
+    assert 'data-ok="false"' in text  # not everyone got one: the instructor should look
+    assert {c.user.get_username() for c in DemoCopy.objects.filter(demo=demo)} == {"kim", "lee"}
+    assert Lab.objects.count() == 4
+    assert wait_until(lambda: getattr(attach.demo_view(lab.slug), "copies_ready", 0) == 2, 60)
+
+    again = teacher.post(f"/classroom/labs/{lab.slug}/demo/copy/", headers={"HX-Request": "true"})
+    assert again.status_code == 409
+    assert (
+        "No student got a copy. Not handed a copy: sam, kim, lee (1 lab already, the most a student may have); "
+        "max (the class server is full (4 labs running))."
+    ) in again.content.decode()
+    assert Lab.objects.count() == 4
+
+
+# ---------------------------------------------------------------------------- scenarios
 # ---------------------------------------------------------------------------- scenarios
 
 
@@ -477,6 +545,29 @@ def test_scenarios_are_listed_and_open_as_a_lab_with_the_player() -> None:
     assert client.post(f"/classroom/labs/{lab.slug}/scenario/explode/").status_code == 404
     plain = make_lab(student, "Plain")
     assert client.post(f"/classroom/labs/{plain.slug}/scenario/play/").status_code == 404
+
+
+def test_a_scenario_on_a_full_server_is_refused_on_the_scenarios_page(settings: Settings) -> None:
+    settings.LAB_MAX_LIVE_LABS = 1
+    make_lab(make_user("grace"), "Grace's")
+    student = make_user()
+    refused = _client(student).post("/scenarios/consumer-rewind/open/")
+    assert refused.status_code == 409
+    page = refused.content.decode()
+    assert (
+        '<p class="banner bad" role="alert" id="open-error" data-scenario="consumer-rewind">'
+        "<b>A consumer rewinds and reads again</b> was not opened: The class server is full (1 lab running, "
+        "the most it takes: LAB_MAX_LIVE_LABS); ask your instructor.</p>"
+    ) in page
+    assert page.count("Open as a lab") >= 11  # the list, to choose again later
+    assert not Lab.objects.filter(owner=student).exists()
+    assert not ScenarioLab.objects.exists()
+    # An instructor is told what to do about it.
+    told = _client(_instructor()).post("/scenarios/consumer-rewind/open/").content.decode()
+    assert (
+        "delete labs nobody uses (Class progress lists every student&#x27;s), or raise LAB_MAX_LIVE_LABS"
+        in told
+    )
 
 
 def test_a_scenario_on_a_lab_is_cancelled_from_its_page() -> None:

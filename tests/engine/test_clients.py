@@ -9,6 +9,7 @@ import pytest
 from lab.engine.clients import Ledger
 from lab.engine.errors import (
     ConfigException,
+    IllegalState,
     KafkaTimeout,
     NoOffsetForPartition,
     NotEnoughReplicas,
@@ -185,7 +186,10 @@ def test_after_a_failover_the_producer_finds_the_new_leader_and_retries() -> Non
         during = [p.send("t", f"during-{i}") for i in range(5)]
         p.flush(timeout_ms=60_000)
         assert [f.result().offset for f in during] == [1, 2, 3, 4, 5]
-        assert any(e.kind == "produce_retry" for e in c.events())
+        retries = [e for e in c.events() if e.kind == "produce_retry"]
+        # Which producer retried, and after which of Kafka's errors (the API tells a script so).
+        assert retries
+        assert all(e.data["client"] == p.client_id and e.data["error"] for e in retries)
         assert values(c, c.leader_of("t", 0), "t") == [b"before"] + [f"during-{i}".encode() for i in range(5)]
 
 
@@ -518,3 +522,22 @@ def test_the_ledger_keeps_the_newest_acknowledgements_of_a_partition_within_its_
     assert max(kept) == 2 * limit - 1
     assert list(kept) == sorted(kept)  # the newest, in offset order
     assert ledger.count == 2 * limit
+
+
+def test_poll_with_no_subscription_and_no_assignment_is_illegal_state() -> None:
+    with checked_cluster(3) as c:
+        c.create_topic("orders", replication_factor=3)
+        plain = c.consumer()
+        member = c.consumer(group_id="g")
+        for consumer in (plain, member):
+            with pytest.raises(
+                IllegalState, match="Consumer is not subscribed to any topics or assigned any partitions"
+            ):
+                consumer.poll(timeout_ms=100)
+        plain.assign([("orders", 0)])
+        assert plain.poll(timeout_ms=100) == []
+        member.subscribe(["orders"])
+        member.poll(timeout_ms=100)  # subscribed, not yet assigned: that is fine
+        member.unsubscribe()
+        with pytest.raises(IllegalState, match="not subscribed"):
+            member.poll(timeout_ms=100)

@@ -283,7 +283,11 @@ def test_the_client_keys_are_the_ones_the_clients_honour_with_kafkas_defaults() 
     # The one the lab changes, and says so: it does not model the idempotent producer.
     assert [k.name for k in PRODUCER_KEYS.values() if k.lab_default is not None] == ["enable.idempotence"]
     assert PRODUCER_KEYS["enable.idempotence"].default == "false"
-    assert not [k.name for k in CONSUMER_KEYS.values() if k.lab_default is not None]
+    # The lab's groups notice a lost member in seconds, not Kafka's 45: a class watches it happen.
+    assert {k.name: k.lab_default for k in CONSUMER_KEYS.values() if k.lab_default is not None} == {
+        "session.timeout.ms": "6000",
+        "heartbeat.interval.ms": "2000",
+    }
 
 
 def test_the_assignors_a_consumer_may_name_are_the_engines() -> None:
@@ -356,3 +360,52 @@ def test_python_m_lab_engine_config_prints_every_key_with_both_defaults(
     assert "consumer configs" not in only
     assert main(["producers"]) == 2
     assert "unknown scope 'producers'" in capsys.readouterr().err
+
+
+def test_each_keys_json_values_are_typed_as_the_key_is() -> None:
+    retention = TOPIC_KEYS["retention.ms"]
+    assert retention.json_schema()["type"] == "integer"
+    assert (retention.json_schema()["minimum"], retention.json_schema()["maximum"]) == (-1, 2**63 - 1)
+    assert retention.from_json(60000) == "60000"
+    assert retention.from_json(5.0) == "5"  # JSON's 5.0 is the integer 5
+    with pytest.raises(InvalidConfig, match=r"retention\.ms: expected a whole number"):
+        retention.from_json("60000")  # text is not a number in JSON
+    with pytest.raises(InvalidConfig, match="must be at least -1"):
+        retention.from_json(-2)
+    session = BROKER_KEYS["zookeeper.session.timeout.ms"]
+    assert (session.json_schema()["minimum"], session.json_schema()["maximum"]) == (1000, 60000)
+    unclean = TOPIC_KEYS["unclean.leader.election.enable"]
+    assert unclean.json_schema()["type"] == "boolean"
+    assert unclean.from_json(True) == "true"
+    with pytest.raises(InvalidConfig, match="expected true or false"):
+        unclean.from_json(1)
+    ratio = TOPIC_KEYS["min.cleanable.dirty.ratio"]
+    assert ratio.from_json(1) == "1.0"
+    with pytest.raises(InvalidConfig, match="expected a number"):
+        ratio.from_json(False)
+
+
+def test_a_list_key_takes_each_list_of_its_choices_and_nothing_else() -> None:
+    policy = TOPIC_KEYS["cleanup.policy"]
+    assert policy.json_schema()["enum"] == ["delete", "compact", "delete,compact", "compact,delete"]
+    assert policy.from_json("compact,delete") == "compact,delete"
+    for bad in ("compact, delete", "delete,delete", "", "none"):
+        with pytest.raises(InvalidConfig, match=r"cleanup\.policy"):
+            policy.from_json(bad)
+
+
+def test_every_keys_schema_accepts_its_own_default() -> None:
+    for key in [*BROKER_KEYS.values(), *TOPIC_KEYS.values()]:
+        schema = key.json_schema()
+        assert key.doc in str(schema["description"])
+        assert key.from_json(_as_json(key, key.default)) is not None
+
+
+def _as_json(key: ConfigKey, text: str) -> object:
+    if key.kind in ("int", "long"):
+        return int(text)
+    if key.kind == "double":
+        return float(text)
+    if key.kind == "bool":
+        return text == "true"
+    return text

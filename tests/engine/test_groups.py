@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from lab.engine.errors import IllegalState, UnknownMemberId
+from lab.engine.errors import IllegalState, InvalidSessionTimeout, UnknownMemberId
 from lab.engine.groups import OFFSETS_TOPIC, java_string_hash, partition_for_group
 from lab.engine.ids import TopicPartition
 from tests.engine.helpers import checked_cluster
@@ -101,7 +101,9 @@ def test_a_dead_members_partitions_move_to_the_survivors() -> None:
         assert group["generation"] == generation + 1
         assert sorted(a.assignment()) == [TopicPartition("orders", p) for p in range(4)]
         texts = [e.text for e in c.events() if e.kind == "member_removed"]
-        assert any(f"{b.client_id} sent no heartbeat for session.timeout.ms=6000" in t for t in texts)
+        # Named by member id, which starts with the client id (Kafka's "<client.id>-<uuid>").
+        assert b.member_id.startswith(f"{b.client_id}-")
+        assert any(f"{b.member_id} sent no heartbeat for session.timeout.ms=6000" in t for t in texts)
         rebalance = [e for e in c.events() if e.kind == "rebalance"][-1]
         assert rebalance.data["assigned"][a.member_id]  # what the survivor received is named
 
@@ -292,3 +294,124 @@ def test_auto_commit_commits_positions_every_interval() -> None:
         assert len(g.poll(timeout_ms=5000)) == 10
         c.run_for(1500)
         assert _group(c, "g")["committed"] == {"orders/0": 10}
+
+
+def test_a_paused_coordinator_counts_the_heartbeats_it_held_before_its_session_timers() -> None:
+    # A long GC pause, shorter than the broker's ZooKeeper session: the coordinator keeps its group.
+    # On resuming it runs what it held in the order it came: the members' heartbeats first.
+    with checked_cluster(3, config={"zookeeper.session.timeout.ms": "20000"}) as c:
+        c.create_topic("orders", partitions=2, replication_factor=3)
+        members = [
+            c.consumer(group_id="g", session_timeout_ms=6000, heartbeat_interval_ms=2000) for _ in range(2)
+        ]
+        for m in members:
+            m.subscribe(["orders"])
+        c.wait_for(lambda: all(m.state == "stable" and m.assignment() for m in members), 20_000)
+        generation = _group(c, "g")["generation"]
+        coordinator = _group(c, "g")["coordinator"]
+        paused_at = c.now_ms
+        c.pause_broker(coordinator)
+        c.run_for(8000)  # past every member's session.timeout.ms
+        c.resume_broker(coordinator)
+        c.run_for(5000)
+        assert _group(c, "g")["coordinator"] == coordinator
+        assert not [e for e in c.events() if e.kind == "member_removed" and e.time_ms > paused_at]
+        assert _group(c, "g")["generation"] == generation
+        assert all(m.state == "stable" and m.assignment() for m in members)
+
+
+def test_a_coordinator_that_loses_its_partition_answers_waiting_joins_with_not_coordinator() -> None:
+    with checked_cluster(3) as c:
+        c.create_topic("orders", partitions=4, replication_factor=3)
+        session = {"session_timeout_ms": 10_000, "heartbeat_interval_ms": 1000}
+        a, b = (c.consumer(group_id="g", **session) for _ in range(2))
+        a.subscribe(["orders"])
+        b.subscribe(["orders"])
+        c.wait_for(
+            lambda: a.state == b.state == "stable" and bool(a.assignment()) and bool(b.assignment()), 20_000
+        )
+        a.crash()
+        late = c.consumer(group_id="g", **session)
+        late.subscribe(["orders"])
+        # The group waits for a (silent) to rejoin, up to its session: b and late's JoinGroups are held.
+        c.wait_for(
+            lambda: b.state == late.state == "joining" and _group(c, "g")["state"] == "PreparingRebalance",
+            5000,
+        )
+        coordinator = _group(c, "g")["coordinator"]
+        moved_at = c.now_ms
+        c.controlled_shutdown(coordinator)  # its leaderships move first: it stops coordinating g
+        # Told NOT_COORDINATOR at once, they find the new coordinator and join there (not after the
+        # JoinGroup's timeout, max.poll.interval.ms plus request.timeout.ms: 330 s).
+        c.wait_for(
+            lambda: b.state == late.state == "stable" and len(b.assignment()) + len(late.assignment()) == 4,
+            30_000,
+            "b and late to own the partitions",
+        )
+        assert _group(c, "g")["coordinator"] != coordinator
+        assert c.now_ms - moved_at < 30_000
+
+
+def test_a_session_timeout_outside_the_brokers_range_is_invalid_session_timeout() -> None:
+    with checked_cluster(3, config={"group.max.session.timeout.ms": "30000"}) as c:
+        c.create_topic("orders", replication_factor=3)
+        short = c.consumer(group_id="g", session_timeout_ms=500, heartbeat_interval_ms=100)
+        kafkas = c.consumer(
+            group_id="g", session_timeout_ms=45_000
+        )  # Kafka's default, above this broker's maximum
+        short.subscribe(["orders"])
+        kafkas.subscribe(["orders"])
+        c.run_for(3000)  # their JoinGroups are answered
+        with pytest.raises(
+            InvalidSessionTimeout, match=r"session.timeout.ms=500 is outside .*\[1000, 30000\]"
+        ):
+            short.poll(timeout_ms=100)
+        with pytest.raises(InvalidSessionTimeout, match=r"session\.timeout\.ms=45000"):
+            kafkas.poll(timeout_ms=100)
+        assert c.snapshot()["groups"].get("g", {}).get("members", []) == []
+
+
+def test_rebalance_records_name_each_member_by_member_id() -> None:
+    with checked_cluster(3) as c:
+        c.create_topic("orders", partitions=2, replication_factor=3)
+        a, b = (c.consumer(group_id="g") for _ in range(2))
+        a.subscribe(["orders"])
+        b.subscribe(["orders"])
+        c.wait_for(
+            lambda: a.state == b.state == "stable" and bool(a.assignment()) and bool(b.assignment()), 20_000
+        )
+        record = [e for e in c.events() if e.kind == "rebalance"][-1]
+        assert record.data["members"] == sorted([a.member_id, b.member_id])
+        assert record.data["clients"] == {a.member_id: a.client_id, b.member_id: b.client_id}
+        for m in (a, b):
+            assert f"{m.member_id} owns [{', '.join(map(str, m.assignment()))}]" in record.text
+        gone = b.member_id
+        b.close()
+        c.wait_for(lambda: a.state == "stable" and len(a.assignment()) == 2, 20_000)
+        left = [e for e in c.events() if e.kind == "rebalance"][-1]
+        assert f"{gone} left the group" in left.data["reason"]
+
+
+def test_a_generation_abandoned_before_it_settled_has_its_place_in_the_history() -> None:
+    with checked_cluster(3) as c:
+        c.create_topic("orders", partitions=4, replication_factor=3)
+        a, b = (c.consumer(group_id="g") for _ in range(2))
+        a.subscribe(["orders"])
+        b.subscribe(["orders"])
+        c.wait_for(
+            lambda: a.state == b.state == "stable" and bool(a.assignment()) and bool(b.assignment()), 20_000
+        )
+        third = c.consumer(group_id="g")
+        third.subscribe(["orders"])
+        c.wait_for(lambda: _group(c, "g")["state"] == "CompletingRebalance", 20_000)
+        fourth = c.consumer(group_id="g")  # joins before generation 2's assignment is handed out
+        fourth.subscribe(["orders"])
+        members = (a, b, third, fourth)
+        c.wait_for(lambda: all(m.state == "stable" and len(m.assignment()) == 1 for m in members), 20_000)
+        history = [e for e in c.events() if e.kind == "rebalance"]
+        assert [e.data["generation"] for e in history] == [1, 2, 3]
+        abandoned = history[1]
+        assert abandoned.data["members"] == sorted([a.member_id, b.member_id, third.member_id])
+        assert abandoned.data["abandoned"] == f"{fourth.member_id} joined"
+        assert "was abandoned" in abandoned.text
+        assert history[2].data["members"] == sorted(m.member_id for m in members)

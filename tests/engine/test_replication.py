@@ -152,6 +152,8 @@ def test_a_slow_follower_leaves_the_isr_and_rejoins_when_it_catches_up() -> None
         assert part(c, "t", 0)["isr"] == [1, 2]
         shrink = texts(c, "isr_shrink")[0]
         assert "broker 3 not caught up" in shrink
+        (event,) = [e for e in c.events() if e.kind == "isr_shrink"]
+        assert (event.data["old_isr"], event.data["isr"]) == ([1, 2, 3], [1, 2])  # who left, for filters
         assert "replica.lag.time.max.ms=10000" in shrink
         c.heal(3)
         c.wait_for(lambda: part(c, "t", 0)["isr"] == [1, 2, 3], 40_000)
@@ -172,6 +174,8 @@ def test_failover_elects_the_first_live_isr_replica_in_assignment_order() -> Non
         assert state["isr"] == [3, 1]
         election = [t for t in texts(c, "leader_election") if "t-1 leader 2 -> 3" in t]
         assert election
+        (event,) = [e for e in c.events() if e.kind == "leader_election" and e.data.get("old_leader") == 2]
+        assert (event.data["leader"], event.data["old_isr"], event.data["isr"]) == (3, [2, 3, 1], [3, 1])
         assert "leader_epoch 0 -> 1" in election[0]
         assert "isr [2, 3, 1] -> [3, 1]" in election[0]
         assert values(c, 3, "t", 1) == [f"v{i}".encode() for i in range(5)]

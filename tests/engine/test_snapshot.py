@@ -69,6 +69,8 @@ def test_the_snapshot_has_the_designs_keys_and_shapes_and_is_json() -> None:
                 "name": "producer-1",
                 "kind": "producer",
                 "state": "running",
+                "topics": ["orders"],  # what it wrote to, so the page can say
+                "acks": "all",
                 "sent": 5,
                 "acked": 5,
                 "failed": 0,
@@ -110,6 +112,32 @@ def test_broker_states_after_kill_pause_isolate_and_slow() -> None:
         c.resume_broker(3)
         c.restart_broker(2)  # it registers once ZooKeeper has expired its old session
         c.wait_for(lambda: [b["state"] for b in c.snapshot()["brokers"]] == ["alive"] * 5, 15_000)
+
+
+def test_each_broker_says_how_long_until_zookeeper_expires_a_session_it_no_longer_hears() -> None:
+    with Cluster.create(brokers=3, seed=5, config={"zookeeper.session.timeout.ms": "2000"}) as c:
+        brokers = _brokers(c.snapshot())
+        one = brokers[1]
+        assert one["session_id"] == c.brokers[1].session.session_id  # the owner of /brokers/ids/1
+        assert (one["session_timeout_ms"], one["session_expires_in_ms"]) == (2000, None)  # heard
+        c.kill_broker(2)
+        c.pause_broker(3)
+        c.run_for(500)
+        brokers = _brokers(c.snapshot())
+        assert brokers[2]["session_expires_in_ms"] == 1500  # 2000 ms from the kill
+        assert brokers[3]["session_expires_in_ms"] == 1500  # a paused broker sends no heartbeat either
+        killed_session = brokers[2]["session_id"]
+        c.restart_broker(2)  # before ZooKeeper expired the old session: it waits that out
+        c.run_for(500)
+        two = _brokers(c.snapshot())[2]
+        assert two["session_id"] != killed_session
+        assert (two["previous_session_id"], two["previous_session_expires_in_ms"]) == (killed_session, 1000)
+        c.resume_broker(3)
+        assert _brokers(c.snapshot())[3]["session_expires_in_ms"] is None  # heard again in time
+        c.run_for(1500)
+        two = _brokers(c.snapshot())[2]
+        assert two["previous_session_expires_in_ms"] is None  # expired: the store knows it ended
+        assert two["session_expires_in_ms"] is None
 
 
 def test_a_killed_brokers_replicas_show_offline_and_the_isr_shrinks() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from lab.engine.errors import IllegalArgument
+from lab.engine.errors import IllegalArgument, InvalidConfig
 from lab.runtime.actions import PARSERS, plan
 
 
@@ -21,8 +21,9 @@ from lab.runtime.actions import PARSERS, plan
         ("slow", {"broker": "1", "ms": "-5"}, "ms must be between 1 and 60000, not -5"),
         ("produce", {"topic": "", "count": "1"}, "topic is required"),
         ("produce", {"topic": "t", "acks": "2"}, "acks must be one of 0, 1, all, not '2'"),
-        ("produce", {"topic": "t", "key": "k" * 101}, "key is longer than 100 characters"),
-        ("topic-create", {"name": "t", "partitions": "0"}, "partitions must be between 1 and 24, not 0"),
+        ("produce", {"topic": "t", "key": "k" * 1001}, "key is longer than 1000 characters"),
+        ("topic-create", {"name": "t", "partitions": "0"}, "partitions must be between 1 and 32, not 0"),
+        ("topic-create", {"name": "t", "partitions": "33"}, "partitions must be between 1 and 32, not 33"),
         ("client-producer", {"topic": "t", "rate": "fast"}, "rate must be a number, not 'fast'"),
         ("client-consumer", {"group": "g", "topics": "t", "name": "a b"}, "a client name uses letters"),
         ("clock-step", {}, "step either some events or some ms"),
@@ -34,6 +35,12 @@ from lab.runtime.actions import PARSERS, plan
 def test_bad_parameters_are_refused_by_name(name: str, params: dict, match: str) -> None:
     with pytest.raises(IllegalArgument, match=match):
         plan(name, params)
+
+
+def test_a_topic_config_is_checked_as_the_forms_and_the_api_check_it() -> None:
+    with pytest.raises(InvalidConfig, match=r"configuration min\.insync\.replicas: must be at least 1"):
+        plan("topic-create", {"name": "t", "min_insync_replicas": "0"})
+    assert callable(plan("topic-create", {"name": "t", "min_insync_replicas": "13"}))  # Kafka has no maximum
 
 
 def test_every_control_the_pages_offer_is_known() -> None:

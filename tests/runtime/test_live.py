@@ -146,6 +146,23 @@ def test_pause_stops_virtual_time_and_step_moves_it(lab: LiveLab, wall: FakeWall
         lab.act("clock-step", {"events": "1"}).result(10)
 
 
+def test_work_a_listener_posts_runs_in_the_virtual_millisecond_it_arrives(lab: LiveLab) -> None:
+    # A client's request lands at the engine's current time: it is answered at once, not after the
+    # wall clock's next millisecond and the driver's next tick (up to 20 ms more for every request).
+    # The wall stands still here, so virtual time cannot move on.
+    ran = threading.Event()
+    at: list[int] = []
+
+    def arrive() -> None:
+        cluster = lab.cluster
+        cluster.scheduler.call_soon(lambda: (at.append(cluster.now_ms), ran.set()))
+
+    before = now_ms(lab)
+    lab.post(arrive)
+    assert ran.wait(10), "the work due now never ran"
+    assert at == [before]
+
+
 def test_produce_answers_once_the_records_are_acknowledged(lab: LiveLab, wall: FakeWall) -> None:
     future = lab.act("produce", {"topic": "orders", "count": "5", "key": "k", "acks": "all"})
     while not future.done():  # acks=all needs engine time: let the wall move
@@ -270,6 +287,24 @@ def test_simulated_clients_are_added_stopped_and_recorded(lab: LiveLab, wall: Fa
     assert lab.act("client-remove", {"name": "b1"}).result(10) == "b1 removed."
     with pytest.raises(IllegalArgument, match="there is no topic 'ghost'"):
         lab.act("client-producer", {"topic": "ghost"}).result(10)
+
+
+def test_a_consumer_added_on_the_page_has_the_labs_session_unless_given_one(lab: LiveLab) -> None:
+    lab.act("client-consumer", {"group": "billing", "topics": "orders", "name": "b1"}).result(10)
+    lab.act(
+        "client-consumer",
+        {"group": "billing", "topics": "orders", "name": "b2", "session_timeout_ms": "9000"},
+    ).result(10)
+
+    def sessions(lab: LiveLab) -> dict[str, tuple[int, int]]:
+        return {
+            name: (sim.consumer.session_timeout_ms, sim.consumer.heartbeat_interval_ms)
+            for name, sim in lab.cluster.simulated.items()
+        }
+
+    # session.timeout.ms: lab 6000 (Kafka 45000), heartbeats at a third of the session.
+    assert lab.submit(sessions).result(10) == {"b1": (6000, 2000), "b2": (9000, 3000)}
+    assert [(c.name, c.session_timeout_ms) for c in lab.spec.clients] == [("b1", 0), ("b2", 9000)]
 
 
 @pytest.mark.zookeeper

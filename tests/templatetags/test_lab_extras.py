@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from lab.templatetags.lab_extras import domid, get, stats_of
+from lab.templatetags.lab_extras import clock, domid, get, stats_of
 from lab.visuals.clients import ClientStats
 
 
@@ -23,3 +23,9 @@ def test_stats_of_a_client() -> None:
     assert stats_of(stats, "p") == (("sent", "3"),)
     assert stats_of(stats, "q") == ()
     assert stats_of(None, "p") == ()
+
+
+def test_a_moment_of_virtual_time_reads_like_the_clock() -> None:
+    assert clock(214_019) == "3:34.019"
+    assert clock("5") == "0:00.005"
+    assert clock(None) == "—"

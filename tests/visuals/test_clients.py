@@ -11,6 +11,7 @@ PRODUCER = {
     "state": "running",
     "topic": "orders",
     "rate": 5.0,
+    "acks": "all",
     "sent": 12,
     "acked": 11,
     "failed": 0,
@@ -29,6 +30,8 @@ DASHBOARD = {
     "name": "dashboard-acks-all",
     "kind": "producer",
     "state": "running",
+    "topics": ["orders"],
+    "acks": "all",
     "sent": 3,
     "acked": 3,
     "failed": 0,
@@ -69,3 +72,27 @@ def test_counters_are_a_view_of_their_own() -> None:
         ("failed", "0"),
         ("rate", "5/s"),
     )
+
+
+def test_a_producers_controls_say_what_stopping_and_crashing_a_producer_does() -> None:
+    view = clients_view(three_brokers(clients=[PRODUCER, {**CONSUMER, "state": "running"}]))
+    rows = {r.name: r for r in view.clients}
+    stop, crash, _ = rows["checkout"].actions
+    assert stop.title == "Stop checkout: it sends no new records; those already sent still get their answers"
+    assert crash.title.startswith("Crash checkout: records it had not sent yet are lost")
+    for title in (stop.title, crash.title):
+        assert "group" not in title
+        assert "session.timeout" not in title
+    stop, crash, _ = rows["billing-1"].actions
+    assert "leaves its group" in stop.title
+    assert "session.timeout.ms" in crash.title
+
+
+def test_every_producer_says_the_topic_it_writes_to() -> None:
+    view = clients_view(
+        three_brokers(clients=[PRODUCER, DASHBOARD, {**DASHBOARD, "name": "fresh", "topics": []}])
+    )
+    rows = {r.name: r for r in view.clients}
+    assert rows["checkout"].target == "orders · acks=all"
+    assert rows["dashboard-acks-all"].target == "orders · acks=all"  # the produce form's producer
+    assert rows["fresh"].target == "nothing written yet · acks=all"

@@ -27,7 +27,7 @@ def test_controller_and_states_are_marked() -> None:
     b1, b2, b3 = view.brokers
     assert b1.controller
     assert not b2.controller
-    assert (b2.state_label, b2.glyph, b2.session_label) == ("killed", "✕", "no session")
+    assert (b2.state_label, b2.glyph, b2.session) == ("killed", "✕", "closed")
     assert (b3.state_label, b3.glyph) == ("paused", "❚❚")
     assert "zookeeper.session.timeout.ms: lab 6000, Kafka 18000" in b2.state_tip
 
@@ -107,3 +107,80 @@ def test_same_snapshot_same_view_so_an_unchanged_map_is_not_resent() -> None:
     assert cluster_map(three_brokers(), {}) == cluster_map(three_brokers(), {})
     moved = three_brokers(brokers=[broker(1), broker(2, controller=True), broker(3)])
     assert cluster_map(three_brokers(), {}) != cluster_map(moved, {})
+
+
+def test_the_topic_shows_the_min_insync_replicas_it_really_runs_with() -> None:
+    snap = three_brokers()
+    snap["topics"]["orders"]["config"] = {"min.insync.replicas": "2"}
+    orders = cluster_map(snap, {"min.insync.replicas": "1"}).topics[0]
+    assert (orders.min_insync_replicas, orders.min_isr_override) == (2, True)
+    assert orders.min_isr_tip == "min.insync.replicas: topic 2 (lab 1, Kafka 1)"
+    plain = cluster_map(three_brokers(), {"min.insync.replicas": "3"}).topics[0]
+    assert (plain.min_insync_replicas, plain.min_isr_override) == (3, False)
+    assert plain.min_isr_tip == "min.insync.replicas: lab 3, Kafka 1"
+
+
+def test_a_partition_under_min_isr_is_marked_so_a_student_knows_acks_all_fails() -> None:
+    snap = three_brokers(brokers=[broker(1, controller=True), broker(2, "killed"), broker(3, "killed")])
+    snap["topics"]["orders"]["config"] = {"min.insync.replicas": "2"}
+    snap["topics"]["orders"]["partitions"][0] = partition(
+        0,
+        [1, 2, 3],
+        leader=1,
+        isr=[1],
+        logs={1: log(0, 5, 5, role="leader"), 2: log(0, 5, 5, online=False), 3: log(0, 5, 5, online=False)},
+    )
+    orders = cluster_map(snap, {}).topics[0]
+    row = orders.partitions[0]
+    assert row.under_min_isr
+    assert row.min_isr_title.startswith("ISR [1]: 1 in sync, min.insync.replicas 2. Under min ISR:")
+    assert "NOT_ENOUGH_REPLICAS" in row.min_isr_title
+    assert [r.under_min_isr for r in orders.partitions[1:]] == [False, False]  # ISR of 3
+    assert orders.under_min_isr == 1
+
+
+def test_the_placement_legend_says_which_broker_the_index_picks_with_the_labs_own_example() -> None:
+    view = cluster_map(three_brokers(), {})
+    assert view.broker_order == (1, 2, 3)
+    # The index counts from 0 in id order: index 0 is broker 1, not a broker "0" the lab does not have.
+    example = view.placement_example
+    assert example is not None
+    assert (example.topic, example.partition, example.replica, example.index, example.broker) == (
+        "orders",
+        1,
+        2,
+        0,
+        1,
+    )
+    assert example.text == "orders-1's replica 2: (1 + 2) mod 3 = 0, so broker 1"
+    assert "random" in view.placement_tip  # Kafka's own start index and shift, said beside the lab's rule
+
+
+def test_the_placement_example_uses_the_brokers_the_lab_has() -> None:
+    ids = [2, 5, 9]
+    parts = []
+    for i in range(2):
+        replicas = [ids[(i + j) % 3] for j in range(2)]
+        parts.append(
+            partition(i, replicas, leader=replicas[0], isr=replicas, logs={b: log(0, 0, 0) for b in replicas})
+        )
+    snap = three_brokers(
+        brokers=[broker(2, controller=True), broker(5), broker(9)],
+        topics={"orders": {"config": {}, "partitions": parts}},
+    )
+    view = cluster_map(snap, {})
+    assert view.broker_order == (2, 5, 9)
+    example = view.placement_example
+    assert example is not None
+    assert (example.partition, example.replica, example.index, example.broker) == (1, 1, 2, 9)
+    cell = view.topics[0].partitions[1].cells[0]  # broker 2 holds no replica of orders-1
+    assert cell.replica_index is None
+    leader = view.topics[0].partitions[1].cells[1]
+    assert (
+        "replica 0: (1 + 0) mod 3 = 1, index 1 of the brokers in id order [2, 5, 9], so broker 5"
+        in leader.title
+    )
+    # No topic yet: the rule worked through with the brokers alone.
+    bare = cluster_map(three_brokers(brokers=[broker(2), broker(5), broker(9)], topics={}), {})
+    assert bare.placement_example is not None
+    assert bare.placement_example.text == "replica 1 of partition 2: (2 + 1) mod 3 = 0, so broker 2"

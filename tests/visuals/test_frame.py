@@ -46,11 +46,12 @@ def _inputs(c: Cluster, **kw: object) -> FrameInputs:
 
 def test_every_view_is_built_from_a_real_snapshot(cluster: Cluster) -> None:
     views = build(_inputs(cluster, tree=cluster.zookeeper_tree()))
-    assert list(views)[:6] == [
+    assert list(views)[:7] == [
         "status",
         "clock-time",
         "clock-controls",
         "cluster-map",
+        "sessions",
         "plogs",
         plog_key("orders"),
     ]
@@ -68,6 +69,17 @@ def test_every_view_is_built_from_a_real_snapshot(cluster: Cluster) -> None:
     assert [p.leader for p in cmap.topics[0].partitions] == [1, 2, 3]  # type: ignore[attr-defined]
     assert views["zookeeper"].count > 10  # type: ignore[attr-defined]
     assert views["plogs"].topics == ("orders",)  # type: ignore[attr-defined]
+
+
+def test_a_paused_broker_shows_its_session_as_zookeeper_sees_it(cluster: Cluster) -> None:
+    cluster.pause_broker(2)
+    cluster.run_for(1000)
+    line = build(_inputs(cluster, tree=cluster.zookeeper_tree()))["sessions"].by_id[2]  # type: ignore[attr-defined]
+    assert (line.state, line.label) == ("unheard", "session expires in 5.0 s")  # the lab's 6 s session
+    cluster.run_for(6000)
+    assert cluster.snapshot()["brokers"][1]["session"] == "connected"  # what the paused broker believes
+    line = build(_inputs(cluster, tree=cluster.zookeeper_tree()))["sessions"].by_id[2]  # type: ignore[attr-defined]
+    assert (line.state, line.label, line.znode) == ("expired", "session expired: /brokers/ids/2 gone", False)
 
 
 def test_after_a_produce_only_what_changed_differs(cluster: Cluster) -> None:

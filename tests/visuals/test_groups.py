@@ -89,13 +89,32 @@ def test_rebalances_say_what_each_member_gave_up_and_received_newest_first() -> 
     (g,) = groups_view(three_brokers(groups={"billing": GROUP}), events, {}).groups
     assert [r.generation for r in g.rebalances] == [3, 2, 1]
     third, second, _ = g.rebalances
-    assert [(c.client, c.gave, c.got, c.left) for c in second.changes] == [
-        ("billing-1", ("orders-2",), (), False),
-        ("billing-2", (), ("orders-2",), False),
+    assert [(c.member_id, c.client, c.gave, c.got, c.left) for c in second.changes] == [
+        ("billing-1-8c0e4f6a", "billing-1", ("orders-2",), (), False),
+        ("billing-2-11112222", "billing-2", (), ("orders-2",), False),
     ]
-    # A member that is gone is named by its client id (from its member id) and marked as having left.
-    assert [(c.client, c.gave, c.left) for c in third.changes] == [("billing-3", ("orders-1",), True)]
+    assert second.members == ("billing-1-8c0e4f6a", "billing-2-11112222")
+    # A member that is gone is named by its member id, its client id read from it, and marked as having left.
+    assert [(c.member_id, c.client, c.gave, c.left) for c in third.changes] == [
+        ("billing-3-99998888", "billing-3", ("orders-1",), True)
+    ]
     assert third.reason == "member billing-3 left"
+
+
+def test_a_rebalance_names_clients_as_the_engine_recorded_them() -> None:
+    # A member id does not always start with its client id (a static member's may not, in Kafka).
+    event = _rebalance(1, 4, {}, {"m-0001-abcdef012345": [["orders", 0]]}, ["m-0001-abcdef012345"])
+    event = Event(
+        seq=1,
+        time_ms=0,
+        kind="rebalance",
+        text="",
+        group="billing",
+        data={**event.data, "clients": {"m-0001-abcdef012345": "payments"}},
+    )
+    (g,) = groups_view(three_brokers(groups={"billing": GROUP}), [event], {}).groups
+    (change,) = g.rebalances[0].changes
+    assert (change.member_id, change.client, change.got) == ("m-0001-abcdef012345", "payments", ("orders-0",))
 
 
 def test_no_group_no_view_and_other_groups_rebalances_stay_out() -> None:
@@ -104,3 +123,13 @@ def test_no_group_no_view_and_other_groups_rebalances_stay_out() -> None:
     other = Event(seq=1, time_ms=0, kind="rebalance", text="", group="audit", data=other.data)
     (g,) = groups_view(three_brokers(groups={"billing": GROUP}), [other], {}).groups
     assert g.rebalances == ()
+
+
+def test_an_abandoned_generation_says_why_and_names_its_members() -> None:
+    event = _rebalance(1, 2, {}, {}, ["billing-1-8c0e4f6a", "billing-2-11112222"])
+    data = {**event.data, "abandoned": "billing-3-99998888 joined"}
+    event = Event(seq=1, time_ms=0, kind="rebalance", text="", group="billing", data=data)
+    (g,) = groups_view(three_brokers(groups={"billing": GROUP}), [event], {}).groups
+    (r,) = g.rebalances
+    assert (r.generation, r.abandoned, r.changes) == (2, "billing-3-99998888 joined", ())
+    assert r.members == ("billing-1-8c0e4f6a", "billing-2-11112222")

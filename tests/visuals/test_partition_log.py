@@ -1,4 +1,4 @@
-"""The partition log's view model: aligned offset cells, LSO/HW/LEO markers, fetches in flight."""
+"""The partition log's view model: aligned offset cells, log start/HW/LEO markers, fetches in flight."""
 
 from __future__ import annotations
 
@@ -18,7 +18,8 @@ def test_records_above_the_hw_are_drawn_as_not_yet_visible() -> None:
     assert leader.cells.startswith("cccuu")
     assert f2.cells.startswith("cccue")
     assert f3.cells.startswith("ccce")
-    assert [(m.label, m.at) for m in leader.markers] == [("LSO", 0), ("HW", 3), ("LEO", 5)]
+    assert [(m.label, m.at) for m in leader.markers] == [("log start", 0), ("HW", 3), ("LEO", 5)]
+    assert "log start 0, HW 3, LEO 5" in leader.title
     assert (f2.behind, f3.behind) == (1, 2)
     assert "2 record(s) above the HW, not yet visible to consumers" in leader.title
 
@@ -26,7 +27,10 @@ def test_records_above_the_hw_are_drawn_as_not_yet_visible() -> None:
 def test_coinciding_markers_share_one_label_with_every_tooltip() -> None:
     part = _part({1: log(0, 5, 5, role="leader")})
     (replica,) = partition_log("orders", part, in_flight=[], now_ms=0, rate=1.0, config={}).replicas
-    assert [(m.label, m.kinds, m.at) for m in replica.markers] == [("LSO", "lso", 0), ("HW LEO", "hw leo", 5)]
+    assert [(m.label, m.kinds, m.at) for m in replica.markers] == [
+        ("log start", "start", 0),
+        ("HW LEO", "hw leo", 5),
+    ]
     hw_leo = replica.markers[1]
     assert "HW = 5." in hw_leo.title
     assert "LEO = 5." in hw_leo.title
@@ -50,7 +54,7 @@ def test_offsets_one_replica_deleted_and_another_keeps_are_marked_deleted() -> N
     leader, follower = partition_log("orders", part, in_flight=[], now_ms=0, rate=1.0, config={}).replicas
     assert leader.cells[:7] == "dddccce"
     assert follower.cells[:7] == "cccccce"
-    assert [m.label for m in leader.markers] == ["LSO", "HW LEO"]
+    assert [m.label for m in leader.markers] == ["log start", "HW LEO"]
 
 
 def test_a_fetch_in_flight_is_placed_on_its_way_with_the_time_left() -> None:
@@ -96,6 +100,9 @@ def test_a_fetch_in_flight_is_placed_on_its_way_with_the_time_left() -> None:
     assert response.response
     assert response.progress == 0.5
     assert response.y_now == 0.5
+    assert request.label.endswith(
+        "(sent at 0:01.000, arrives at 0:03.000, virtual time)"
+    )  # as the clock says
     paused = partition_log("orders", part, in_flight=flights, now_ms=2000, rate=0.0, config={})
     assert paused.flights[0].remaining_s is None
 
@@ -107,3 +114,51 @@ def test_every_topic_gets_a_block_user_topics_first() -> None:
     assert [t.topic for t in logs.topics] == ["orders", "__consumer_offsets"]
     assert [p.leader for p in logs.topic("orders").partitions] == [1, 2, 3]
     assert "replica.lag.time.max.ms" in logs.tip["uncommitted"]
+
+
+def test_the_log_start_is_never_called_lso_which_is_the_last_stable_offset_in_kafka() -> None:
+    logs = partition_logs(three_brokers(), {}, rate=1.0)
+    start = logs.topic("orders").partitions[0].replicas[0].markers[0]
+    assert start.label == "log start"
+    assert "LSO" not in start.label
+    assert start.title.startswith("log start = 0. Log start: the oldest offset")
+    assert "not the LSO, which in Kafka is the last stable offset" in logs.tip["log_start_offset"]
+
+
+def test_the_hw_tooltip_gives_the_min_insync_replicas_the_topic_really_runs_with() -> None:
+    snap = three_brokers()
+    snap["topics"]["orders"]["config"] = {"min.insync.replicas": "2"}
+    orders = partition_logs(snap, {}, rate=1.0).topic("orders")
+    assert (orders.min_insync_replicas, orders.min_isr_override) == (2, True)
+    hw = next(m for m in orders.partitions[0].replicas[0].markers if "hw" in m.kinds.split())
+    assert "min.insync.replicas: topic 2 (lab 1, Kafka 1)" in hw.title
+    assert "min.insync.replicas: topic 2 (lab 1, Kafka 1)" in orders.tip["high_watermark"]
+    # Without an override, the broker's value (the lab's config) is the topic's.
+    plain = partition_logs(three_brokers(), {"min.insync.replicas": "3"}, rate=1.0).topic("orders")
+    assert (plain.min_insync_replicas, plain.min_isr_override) == (3, False)
+    assert "min.insync.replicas: lab 3, Kafka 1" in plain.tip["high_watermark"]
+
+
+def test_a_partition_whose_isr_is_smaller_than_min_insync_replicas_is_marked() -> None:
+    snap = three_brokers()
+    snap["topics"]["orders"]["config"] = {"min.insync.replicas": "2"}
+    parts = snap["topics"]["orders"]["partitions"]
+    parts[0] = partition(
+        0,
+        [1, 2, 3],
+        leader=1,
+        isr=[1],
+        logs={1: log(0, 5, 5, role="leader"), 2: log(0, 3, 3), 3: log(0, 3, 3)},
+    )
+    parts[1] = partition(
+        1, [2, 3, 1], leader=2, isr=[2, 3], logs={2: log(0, 5, 5), 3: log(0, 5, 5), 1: log(0, 3, 3)}
+    )
+    parts[2] = partition(2, [3, 1, 2], leader=-1, isr=[3], logs={3: log(0, 5, 5, online=False)})
+    orders = partition_logs(snap, {}, rate=1.0).topic("orders")
+    lonely, enough, offline = orders.partitions
+    assert lonely.under_min_isr
+    assert "ISR [1]: 1 in sync, min.insync.replicas 2." in lonely.min_isr_title
+    assert "acks=all write to this partition fails with NOT_ENOUGH_REPLICAS" in lonely.min_isr_title
+    assert not enough.under_min_isr  # 2 of min 2
+    assert not offline.under_min_isr  # no leader at all: offline says more
+    assert orders.under_min_isr == 1

@@ -27,7 +27,7 @@ def test_newest_first_with_words_and_tone_glyphs() -> None:
     assert tones["isr_shrink"] == ("warn", "!")
     assert tones["broker_registered"] == ("good", "✓")
     assert tones["leader_election"] == ("bad", "✕")  # an unclean election loses data
-    assert view.events[-1].time_label == "0.250 s"
+    assert view.events[-1].time_label == "0:00.250"
     assert view.events[-1].kind_label == "broker registered"
 
 
@@ -39,3 +39,78 @@ def test_only_the_newest_are_shown() -> None:
 def test_filters_offer_what_the_events_mention() -> None:
     f = timeline_filters(EVENTS)
     assert (f.topics, f.brokers, f.groups) == (("orders",), (1, 2), ("billing",))
+
+
+def test_times_read_like_the_clock() -> None:
+    (event,) = timeline([Event(seq=1, time_ms=205_752, kind="broker_killed", text="x", broker=2)]).events
+    assert event.time_label == "3:25.752"  # the clock's format, not "205.752 s"
+
+
+def _election(seq: int, topic: str, partition: int, leader: int, old: int, **data: object) -> Event:
+    return _e(
+        seq,
+        "leader_election",
+        topic=topic,
+        partition=partition,
+        broker=1,  # recorded by the controller
+        data={"leader": leader, "old_leader": old, "isr": [leader], "unclean": False, **data},
+    )
+
+
+def test_an_event_is_about_every_broker_it_names() -> None:
+    view = timeline(
+        [
+            _election(1, "orders", 1, leader=3, old=2),  # broker 2 led orders-1, broker 3 leads it now
+            _e(
+                2,
+                "isr_shrink",
+                topic="orders",
+                partition=0,
+                broker=1,
+                data={"isr": [1, 3], "old_isr": [1, 2, 3]},
+            ),
+            _e(
+                3,
+                "partition_state",
+                topic="orders",
+                partition=2,
+                broker=1,
+                data={"leader": 3, "old_leader": 3},
+            ),
+        ]
+    )
+    by_seq = {e.seq: e for e in view.events}
+    assert by_seq[1].brokers == (1, 2, 3)  # the controller, the old leader, the new one
+    assert by_seq[1].brokers_attr == " 1 2 3 "
+    assert by_seq[2].brokers == (1, 2)  # the leader that shrank it, and broker 2 that left
+    assert by_seq[3].brokers == (1, 3)
+    assert timeline_filters([_election(1, "orders", 1, leader=3, old=2)]).brokers == (1, 2, 3)
+
+
+def test_housekeeping_is_kept_apart_from_what_a_student_follows() -> None:
+    events = [
+        _e(1, "broker_killed", broker=2),
+        _election(2, "__consumer_offsets", 4, leader=3, old=2),
+        _e(3, "compaction", topic="__consumer_offsets", partition=1, broker=3),
+        _e(4, "compaction", topic="orders", partition=0, broker=1),
+        _election(5, "orders", 1, leader=3, old=2),
+        _e(6, "topic_created", topic="__consumer_offsets", broker=1),
+    ]
+    view = timeline(events)
+    assert [e.seq for e in view.events if not e.housekeeping] == [5, 1]
+    assert [e.seq for e in view.events if e.housekeeping] == [6, 4, 3, 2]
+    assert view.housekeeping == 4
+    f = timeline_filters(events)
+    assert f.housekeeping
+    assert f.topics == ("orders",)  # internal topics are behind the housekeeping filter
+    assert "compaction" in f.housekeeping_tip
+    assert "__consumer_offsets" in f.housekeeping_tip
+
+
+def test_a_flood_of_housekeeping_never_pushes_out_what_a_student_did() -> None:
+    events = [_e(1, "broker_killed", broker=2)] + [
+        _e(i, "compaction", topic="__consumer_offsets", partition=0, broker=1) for i in range(2, 500)
+    ]
+    view = timeline(events, shown=10, housekeeping=5)
+    assert [e.seq for e in view.events if not e.housekeeping] == [1]
+    assert [e.seq for e in view.events if e.housekeeping] == [499, 498, 497, 496, 495]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import struct
 
 import pytest
@@ -11,13 +12,17 @@ from hypothesis import strategies as st
 from lab.wire.framing import FrameBuffer, FrameError, frame
 
 
-@given(payloads=st.lists(st.binary(max_size=300), max_size=8), cuts=st.lists(st.integers(0, 4000), max_size=10))
-def test_frames_come_out_whole_and_in_order_however_the_stream_is_cut(payloads: list[bytes], cuts: list[int]) -> None:
+@given(
+    payloads=st.lists(st.binary(max_size=300), max_size=8), cuts=st.lists(st.integers(0, 4000), max_size=10)
+)
+def test_frames_come_out_whole_and_in_order_however_the_stream_is_cut(
+    payloads: list[bytes], cuts: list[int]
+) -> None:
     stream = b"".join(frame(p) for p in payloads)
     points = sorted({c % (len(stream) + 1) for c in cuts} | {0, len(stream)})
     buffer = FrameBuffer()
     out: list[bytes] = []
-    for a, b in zip(points, points[1:], strict=False):
+    for a, b in itertools.pairwise(points):
         out += buffer.feed(stream[a:b])
     assert out == payloads
     assert buffer.pending == 0

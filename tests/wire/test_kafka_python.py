@@ -11,8 +11,10 @@ import time
 
 import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.errors import KafkaError
 
 from lab.cluster import ServedCluster
+from tests.processes import wait_until
 
 FAST_FAILOVER = {"zookeeper.session.timeout.ms": "1500", "min.insync.replicas": "2"}
 pytestmark = pytest.mark.kafka_lab(brokers=3, topics=["orders:3:3"], config=FAST_FAILOVER)
@@ -66,3 +68,144 @@ def test_every_acknowledged_record_survives_a_leader_kill(kafka_lab: ServedClust
     assert kafka_lab.cluster.leader_of("orders", 0) != victim
     seen = consume_all(kafka_lab.bootstrap_servers, 3, set(acked))
     assert set(acked) <= set(seen)
+
+
+def high_watermark(kafka_lab: ServedCluster, topic: str, partition: int) -> int:
+    state = kafka_lab.cluster.partition_state(topic, partition)
+    return int(state["logs"][str(state["leader"])]["high_watermark"])
+
+
+class GroupMember(threading.Thread):
+    """One consumer of a group, committing what it read after every poll, until told to stop."""
+
+    def __init__(
+        self,
+        bootstrap: str,
+        group: str,
+        consumed: list[bytes],
+        lock: threading.Lock,
+        finished: threading.Barrier,
+    ) -> None:
+        super().__init__(daemon=True)
+        self.consumer = KafkaConsumer(
+            "orders",
+            bootstrap_servers=bootstrap,
+            group_id=group,
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+            heartbeat_interval_ms=500,
+            retry_backoff_ms=100,
+        )
+        self.consumed = consumed
+        self.lock = lock
+        self.stop = threading.Event()
+        self.commit_failures: list[str] = []
+        self.error: BaseException | None = None
+        self.finished = finished  # shared by the group's members
+        self.assigned: tuple[int, ...] = ()  # set by the member's thread (a consumer is not thread-safe)
+        self.read = 0
+
+    def run(self) -> None:
+        try:
+            while not self.stop.is_set():
+                batches = self.consumer.poll(timeout_ms=200)
+                self.assigned = tuple(tp.partition for tp in self.consumer.assignment())
+                with self.lock:
+                    for records in batches.values():
+                        self.consumed.extend(r.value for r in records)
+                        self.read += len(records)
+                if batches:
+                    try:
+                        self.consumer.commit()
+                    except KafkaError as error:
+                        # A rebalance or a coordinator that moved: the next poll rejoins, and the
+                        # records since the last commit may be read again (never lost).
+                        self.commit_failures.append(repr(error))
+            self.consumer.commit()  # what it read last, before either member leaves
+        except BaseException as error:
+            self.error = error
+        finally:
+            try:
+                self.finished.wait(30)  # both have committed; now leaving rebalances no one
+            finally:
+                self.consumer.close()
+
+
+@pytest.mark.parametrize("kill_coordinator", [False, True], ids=["leader", "leader-and-coordinator"])
+def test_a_group_of_two_reads_every_acknowledged_record_through_a_leader_kill(
+    kafka_lab: ServedCluster, kill_coordinator: bool
+) -> None:
+    # Three partitions, three leaders: the one killed leads a partition, and is or is not the
+    # group's coordinator too (whose death sends the members to find another).
+    lock = threading.Lock()
+    consumed: list[bytes] = []
+    finished = threading.Barrier(2)
+    members = [
+        GroupMember(kafka_lab.bootstrap_servers, "shipping", consumed, lock, finished) for _ in range(2)
+    ]
+    for member in members:
+        member.start()
+    assert wait_until(
+        lambda: (
+            sorted(p for m in members for p in m.assigned) == [0, 1, 2] and all(m.assigned for m in members)
+        ),
+        60,
+    ), "the two members never shared the partitions"
+
+    producer = KafkaProducer(
+        bootstrap_servers=kafka_lab.bootstrap_servers,
+        acks="all",
+        linger_ms=5,
+        retries=50,
+        retry_backoff_ms=100,
+        request_timeout_ms=5_000,
+        max_in_flight_requests_per_connection=1,
+    )
+    acked: list[bytes] = []
+    failed: list[BaseException] = []
+
+    def ok(value: bytes):
+        return lambda _metadata: acked.append(value)
+
+    coordinator = kafka_lab.cluster.groups()["shipping"]["coordinator"]
+    leaders = {kafka_lab.cluster.leader_of("orders", p) for p in range(3)}
+    victim = coordinator if kill_coordinator else min(leaders - {coordinator})
+    assert victim in leaders
+    for i in range(10_000):
+        value = b"order-%05d" % i
+        key = b"customer-%03d" % (i % 100)
+        producer.send("orders", key=key, value=value).add_callback(ok(value)).add_errback(failed.append)
+        if i == 3_000:
+            kafka_lab.cluster.kill_broker(victim)
+    producer.flush(timeout=120)
+    producer.close()
+    assert not failed, failed[:3]
+    assert len(acked) == 10_000
+    assert victim not in {kafka_lab.cluster.leader_of("orders", p) for p in range(3)}
+
+    def settled() -> bool:
+        with lock:
+            read = set(consumed)
+        group = kafka_lab.cluster.groups().get("shipping", {})
+        return set(acked) <= read and group.get("state") == "Stable" and len(group["members"]) == 2
+
+    try:
+        assert wait_until(settled, 90), (
+            f"{len(set(acked) - set(consumed))} acknowledged records unread; "
+            f"group: {kafka_lab.cluster.groups().get('shipping')}; "
+            f"commit failures: {[m.commit_failures[:3] for m in members]}; "
+            f"the lab's journal: {[e.text for e in kafka_lab.cluster.events()][-20:]}"
+        )
+    finally:
+        for member in members:
+            member.stop.set()
+        for member in members:
+            member.join(60)
+    assert [m.error for m in members] == [None, None]
+    assert all(m.read for m in members)
+    # What the members committed last is every partition's end.
+    group = kafka_lab.cluster.groups()["shipping"]
+    ends = {f"orders/{p}": high_watermark(kafka_lab, "orders", p) for p in range(3)}
+    assert group["committed"] == ends
+    assert all(ends.values())
+    assert sum(ends.values()) >= 10_000

@@ -395,6 +395,12 @@ class MemorySession:
     def link(self) -> LinkState:
         return self._link
 
+    @property
+    def expires_in_ms(self) -> int | None:
+        if self._expiry is None:  # heard, or already ended
+            return None
+        return max(0, self._expiry.time_ms - self._scheduler.now_ms)
+
     def create(
         self,
         path: str,

@@ -195,6 +195,13 @@ class Session(Protocol):
     @property
     def link(self) -> LinkState: ...
 
+    @property
+    def expires_in_ms(self) -> int | None:
+        """While the server hears nothing from this session's client (its owner killed or paused,
+        or cut off), how long until the server expires the session if that goes on: by the store's
+        clock (virtual ms on the memory store, wall ms on ZooKeeper), 0 once due. None while the
+        client is heard, and once the store knows the session ended."""
+
 
 SessionListener = Callable[[SessionState], None]
 OutageListener = Callable[[str | None], None]

@@ -371,6 +371,7 @@ class ZooKeeperSession:
         self._lost = False  # kazoo said LOST (or we stopped it): nothing more may be sent
         self._abandoned = False
         self._closing = False
+        self._silent_since: float | None = None  # wall clock: the server has heard nothing since
         self._told_connected = False
         self._client_stopped = False
         # Issue order: results are handed over by sequence number.
@@ -449,6 +450,17 @@ class ZooKeeperSession:
     @property
     def proxy(self) -> ZooKeeperProxy | None:
         return self._proxy
+
+    @property
+    def expires_in_ms(self) -> int | None:
+        # The server expires a session timeout_ms after it last heard from it (at its next tick).
+        if self._silent_since is None or self._state is SessionState.EXPIRED:
+            return None
+        return max(0, self.timeout_ms - int((time.monotonic() - self._silent_since) * 1000))
+
+    def _last_heard(self) -> float:
+        """When the server last got anything from this client: the proxy knows; without one, now."""
+        return time.monotonic() if self._proxy is None else min(time.monotonic(), self._proxy.last_forwarded)
 
     def create(
         self,
@@ -574,6 +586,8 @@ class ZooKeeperSession:
     def abandon(self) -> None:
         if self._abandoned:
             return
+        if self._silent_since is None and self._state is not SessionState.CLOSED:
+            self._silent_since = self._last_heard()
         self._abandoned = True
         self._on_state = None
         self._state = SessionState.CLOSED
@@ -595,6 +609,10 @@ class ZooKeeperSession:
         old, self._link = self._link, link
         if old is link or self._abandoned:
             return
+        if link is LinkState.OPEN:
+            self._silent_since = None
+        elif self._silent_since is None:
+            self._silent_since = self._last_heard()
         with self._lock:
             if not self._lost:  # once lost, the proxy stays cut: kazoo must not start a new session
                 self._proxy.set_mode(link)

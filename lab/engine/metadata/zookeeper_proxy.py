@@ -18,6 +18,7 @@ import logging
 import selectors
 import socket
 import threading
+import time
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -81,6 +82,8 @@ class ZooKeeperProxy:
         self._lock = threading.Lock()
         self._closed = False
         self.accepted = 0  # connections accepted, for tests and views
+        # When the server last got bytes from the client (monotonic): what it times the session from.
+        self.last_forwarded = time.monotonic()
         self._thread = threading.Thread(target=self._run, name=f"zk-proxy-{name}", daemon=True)
         self._thread.start()
 
@@ -258,6 +261,8 @@ class ZooKeeperProxy:
                 out = pair.to_client if from_client else pair.to_upstream
                 sent = sock.send(out)
                 del out[:sent]
+                if sent and not from_client:
+                    self.last_forwarded = time.monotonic()
         except (BlockingIOError, InterruptedError):
             pass
         except OSError:

@@ -326,6 +326,47 @@ def test_abandoned_session_expires_later_and_tells_nobody(harness: Harness) -> N
     assert a.states == [CONNECTED]
 
 
+def test_a_session_the_server_stops_hearing_counts_down_to_its_expiry(harness: Harness) -> None:
+    h = harness
+    a, b = h.open("a", timeout_ms=1500), h.open("b", timeout_ms=10_000)
+    h.wait(a.session.create("/e", b"", ephemeral=True))
+    h.until(lambda: a.states == [CONNECTED], 2000, "connected")
+    assert a.session.expires_in_ms is None  # heard: nothing counts down
+
+    a.session.set_link(LinkState.HELD)  # a paused process: it sends no heartbeats
+    first = a.session.expires_in_ms
+    assert first is not None
+    # The timeout, from when the server last heard the client (on ZooKeeper: its last ping, sent
+    # every third of the timeout or so, or any request since).
+    assert 800 < first <= 1500
+    h.run_for(500)
+    later = a.session.expires_in_ms
+    assert later is not None
+    assert later <= first - 400
+    a.session.set_link(LinkState.OPEN)  # resumed in time: heard again
+    assert a.session.expires_in_ms is None
+    h.run_for(300)
+    assert h.wait(b.session.exists("/e")) is not None
+
+    a.session.abandon()  # killed: the countdown starts again, from the last time the server heard it
+    left = a.session.expires_in_ms
+    assert left is not None
+    assert 800 < left <= 1500
+    h.eventually(lambda: b.session.exists("/e"), lambda stat: stat is None, within_ms=6000)
+    # Counted down (the server may expire it a little sooner: it last heard the client's last ping,
+    # before the kill), or known to have ended.
+    after = a.session.expires_in_ms
+    assert after is None or after < left
+
+
+def test_a_closed_session_does_not_count_down(harness: Harness) -> None:
+    h = harness
+    a = h.open("a", timeout_ms=1500)
+    h.until(lambda: a.states == [CONNECTED], 2000, "connected")
+    a.session.close()
+    assert a.session.expires_in_ms is None
+
+
 def test_data_watches_fire_once_with_the_right_kind(harness: Harness) -> None:
     h = harness
     a, b = h.open("a"), h.open("b")

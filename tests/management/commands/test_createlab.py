@@ -7,6 +7,7 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from pytest_django.fixtures import Settings
 
 from lab.labs import spec_of
 from lab.models import Lab
@@ -59,3 +60,22 @@ def test_bad_input_is_refused_and_nothing_is_created(args: list[str], match: str
     with pytest.raises(CommandError, match=match):
         call_command("createlab", *args)
     assert Lab.objects.count() == 0
+
+
+def test_the_lab_limits_hold_here_too(settings: Settings) -> None:
+    settings.LAB_MAX_LABS_PER_USER = 1
+    settings.LAB_MAX_LIVE_LABS = 2
+    make_user("ada")
+    call_command("createlab", "One", "--owner", "ada", stdout=StringIO())
+    with pytest.raises(CommandError) as refused:
+        call_command("createlab", "Two", "--owner", "ada", stdout=StringIO())
+    assert str(refused.value) == (
+        "POLICY_VIOLATION: ada has 1 lab already, the most a student may have (LAB_MAX_LABS_PER_USER); "
+        "delete one first."
+    )
+    make_user("bob")
+    call_command("createlab", "Bob's", "--owner", "bob", stdout=StringIO())
+    make_user("cy")
+    with pytest.raises(CommandError, match=r"POLICY_VIOLATION: The class server is full \(2 labs running"):
+        call_command("createlab", "Cy's", "--owner", "cy", stdout=StringIO())
+    assert sorted(Lab.objects.values_list("name", flat=True)) == ["Bob's", "One"]

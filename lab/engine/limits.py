@@ -1,0 +1,158 @@
+"""The lab's own limits, each defined once, for every door a request comes in by.
+
+The API's schemas (and so its OpenAPI document), the topic admin's forms, the dashboard's live
+controls, scenario files and the engine all check against these, so a value one of them takes
+the others take too, and a value one refuses the others refuse with the same words.
+
+Kafka itself has few hard limits (a topic name of 249 characters, a record under
+``max.message.bytes``); the rest are the lab's, for a teaching cluster that runs in one process
+and is drawn on one page: a dozen brokers, a few dozen partitions a topic, records a person reads.
+Keys and values are text, and any text Kafka would store (a NUL included: Kafka's keys and values
+are bytes) is stored.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from lab.engine.errors import IllegalArgument, InvalidTopic
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Whole:
+    """A whole number from ``low`` to ``high``; ``what`` names it in messages (``partitions``)."""
+
+    what: str
+    low: int
+    high: int
+
+    def check(self, value: int) -> int:
+        if not self.low <= value <= self.high:
+            raise IllegalArgument(f"{self.what} must be between {self.low} and {self.high}, not {value}")
+        return value
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Number:
+    """A number from ``low`` to ``high`` (a rate)."""
+
+    what: str
+    low: float
+    high: float
+
+    def check(self, value: float) -> float:
+        # A rate typed as 0.1 may arrive as 0.09999999999999999: a hair below the bound is the bound.
+        if not self.low - 1e-9 <= value <= self.high + 1e-9:
+            raise IllegalArgument(
+                f"{self.what} must be between {self.low:g} and {self.high:g}, not {value:g}"
+            )
+        return value
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Text:
+    """Text of ``min_length`` to ``max_length`` characters, all of it matching ``pattern`` if there is one.
+
+    ``pattern`` is written so that Python's ``re``, pydantic's (Rust) regex and JSON Schema's
+    (ECMA 262) agree on it: it is the one rule, shown to API clients as ``json_pattern``.
+    """
+
+    what: str
+    max_length: int
+    min_length: int = 0
+    pattern: str | None = None
+    rule: str = ""  # the pattern in words, for messages
+    reserved: tuple[str, ...] = ()  # texts the pattern allows that are refused all the same
+
+    def check(self, text: str) -> str:
+        if len(text) < self.min_length:
+            raise IllegalArgument(
+                f"{self.what} cannot be empty"
+                if self.min_length == 1
+                else f"{self.what} has at least {self.min_length} characters"
+            )
+        if len(text) > self.max_length:
+            raise IllegalArgument(f"{self.what} has at most {self.max_length} characters, not {len(text)}")
+        if self.pattern is not None and text and not re.fullmatch(self.pattern, text):
+            raise IllegalArgument(f"{self.what} {self.rule}, not {text!r}")
+        if text in self.reserved:
+            raise IllegalArgument(f"{self.what} cannot be {' or '.join(map(repr, self.reserved))}")
+        return text
+
+    @property
+    def json_pattern(self) -> str | None:
+        # Anchored for JSON Schema, where a pattern may match anywhere; Python's own "$" would also
+        # match before a final newline, which is why the checks above use fullmatch instead.
+        return None if self.pattern is None else f"^(?:{self.pattern})$"
+
+
+# ---------------------------------------------------------------------------- the cluster
+
+BROKERS = Whole(what="brokers", low=1, high=12)  # a lab cluster's size
+BROKER_ID = Whole(what="broker", low=1, high=BROKERS.high)  # brokers are numbered 1..n
+REPLICATION_FACTOR = Whole(what="replication factor", low=1, high=BROKERS.high)
+PARTITIONS = Whole(what="partitions", low=1, high=32)  # a topic's partition count
+PARTITION = Whole(what="partition", low=0, high=PARTITIONS.high - 1)  # a partition's number
+
+# ---------------------------------------------------------------------------- names
+
+TOPIC_NAME = Text(
+    what="a topic name",
+    min_length=1,
+    max_length=249,  # Kafka's own limit
+    pattern=r"[a-zA-Z0-9._-]+",
+    rule="uses ASCII letters, digits, '.', '_' and '-'",
+    reserved=(".", ".."),
+)
+GROUP_ID = Text(what="a group id", min_length=1, max_length=249)
+# Shown on pages and kept in the database: printable, with something besides spaces.
+LAB_NAME = Text(
+    what="a lab's name",
+    min_length=1,
+    max_length=100,
+    pattern=r"[^\x00-\x1f\x7f]*[^\s\x00-\x1f\x7f][^\x00-\x1f\x7f]*",
+    rule="is printable text, not only spaces",
+)
+CLIENT_NAME = Text(
+    what="a client name",
+    max_length=60,
+    pattern=r"[a-zA-Z0-9._-]+",
+    rule="uses letters, digits, '-', '_' and '.'",
+)
+
+# ---------------------------------------------------------------------------- records
+
+KEY = Text(what="a key", max_length=1_000)
+VALUE = Text(what="a value", max_length=100_000)
+RECORDS = Whole(what="records", low=1, high=1_000)  # produced at once, or read in one page
+SEARCH = Text(what="a search", max_length=200)
+RETRIES = Whole(what="retries", low=0, high=2**31 - 1)  # Kafka's default is the largest
+
+# ---------------------------------------------------------------------------- faults, clients, the clock
+
+SLOW_MS = Whole(what="delay_ms", low=1, high=60_000)
+STEP_EVENTS = Whole(what="events", low=1, high=1_000)
+STEP_MS = Whole(what="ms", low=1, high=60_000)
+CLOCK_RATE = Number(what="the clock's rate", low=0.1, high=10.0)
+PRODUCER_RATE = Number(what="rate", low=0.1, high=1_000.0)  # a simulated producer's records/s
+PROCESSING_MS = Whole(what="processing_ms", low=0, high=60_000)
+SESSION_TIMEOUT_MS = Whole(what="session_timeout_ms", low=1_000, high=300_000)  # a simulated consumer's
+EVENTS = Whole(what="limit", low=1, high=1_000)  # journal events in one page
+
+
+def validate_topic_name(name: str) -> None:
+    """Kafka's Topic.validate: the same rules, the same words."""
+    if not name:
+        raise InvalidTopic("Topic name is illegal, it can't be empty")
+    if name in TOPIC_NAME.reserved:
+        raise InvalidTopic('Topic name cannot be "." or ".."')
+    if len(name) > TOPIC_NAME.max_length:
+        raise InvalidTopic(
+            f"Topic name is illegal, it can't be longer than {TOPIC_NAME.max_length} characters, "
+            f"topic name: {name}"
+        )
+    if not re.fullmatch(TOPIC_NAME.pattern or "", name):
+        raise InvalidTopic(
+            f"Topic name \"{name}\" is illegal, it contains a character other than ASCII alphanumerics, '.', '_' and '-'"
+        )

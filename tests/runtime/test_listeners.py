@@ -1,0 +1,90 @@
+"""The listeners: one asyncio loop for every broker's socket, frames handed to the lab's driver."""
+
+from __future__ import annotations
+
+import socket
+import struct
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from kio.index import load_request_schema
+
+from lab.cluster import ServedCluster, free_ports, serve
+from lab.runtime.listeners import PAUSE_READING_AT, WireLoop
+from lab.wire.codec import API_VERSIONS, Header, encode_request
+from lab.wire.framing import frame
+from lab.wire.shape import make
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[ServedCluster]:
+    with serve(brokers=1, port=free_ports(1), data_dir=tmp_path) as cluster:
+        yield cluster
+
+
+def api_versions(correlation_id: int) -> bytes:
+    header = Header(api_key=API_VERSIONS, api_version=0, correlation_id=correlation_id, client_id="t")
+    return frame(encode_request(header, make(load_request_schema(API_VERSIONS, 0), {})))
+
+
+def read_answers(sock: socket.socket, count: int) -> list[int]:
+    """The correlation ids of the next ``count`` response frames."""
+    stream = sock.makefile("rb")
+    ids = []
+    for _ in range(count):
+        (size,) = struct.unpack(">i", stream.read(4))
+        body = stream.read(size)
+        assert len(body) == size, "the lab closed the connection"
+        ids.append(struct.unpack_from(">i", body)[0])
+    return ids
+
+
+def test_calls_from_many_threads_all_run_on_the_loop_in_each_threads_order() -> None:
+    wire_loop = WireLoop()
+    ran: list[tuple[int, int]] = []
+    done = threading.Event()
+    per_thread = 5_000
+
+    def note(thread: int, n: int) -> None:
+        ran.append((thread, n))
+        if len(ran) == 2 * per_thread:
+            done.set()
+
+    def caller(thread: int) -> None:
+        for n in range(per_thread):
+            wire_loop.call(note, thread, n)
+
+    threads = [threading.Thread(target=caller, args=(t,)) for t in (0, 1)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert done.wait(30), f"{2 * per_thread - len(ran)} calls never ran"
+    for t in (0, 1):
+        assert [n for thread, n in ran if thread == t] == list(range(per_thread))
+
+
+def test_a_client_that_sends_faster_than_the_lab_reads_is_paused_then_served_in_order(
+    served: ServedCluster,
+) -> None:
+    # The driver is held busy while the client pipelines more requests than a connection may
+    # queue: reading stops (back-pressure), then resumes once the driver catches up.
+    busy, release = threading.Event(), threading.Event()
+
+    def hold(_lab: object) -> None:
+        busy.set()
+        release.wait(30)
+
+    held = served.lab.submit(hold)
+    assert busy.wait(30)
+    host, port = served.brokers[1].split(":")
+    with socket.create_connection((host, int(port)), timeout=30) as sock:
+        first = 5 * PAUSE_READING_AT
+        sock.sendall(b"".join(api_versions(i) for i in range(first)))
+        release.set()
+        held.result(30)
+        assert read_answers(sock, first) == list(range(first))
+        sock.sendall(b"".join(api_versions(i) for i in range(first, first + 10)))
+        assert read_answers(sock, 10) == list(range(first, first + 10))
