@@ -776,6 +776,18 @@ class AdminManager:
                 for topic, partition in plan:
                     results[TopicPartition(topic, partition)] = _error(error)
             else:
+                # Kafka answers once the controller has taken the move on: ListPartitionReassignments
+                # asked next must see it (or see it done).
+                ctx = controller.ctx
+
+                def taken_on() -> bool:
+                    return all(
+                        TopicPartition(*key) in ctx.reassignments
+                        or tuple(ctx.assignments.get(TopicPartition(*key), ())) == target
+                        for key, target in plan.items()
+                    )
+
+                await self._wait(taken_on, req.timeout_ms)
                 for topic, partition in plan:
                     results[TopicPartition(topic, partition)] = p.ErrorResult()
         return p.AlterPartitionReassignmentsResponse(partitions=results)
@@ -793,10 +805,10 @@ class AdminManager:
         for tp, target in sorted(ctx.reassignments.items()):
             if req.partitions is not None and tp not in req.partitions:
                 continue
-            current = tuple(ctx.assignments.get(tp, ()))
-            adding = tuple(r for r in target if r not in current)
+            current = tuple(ctx.assignments.get(tp, ()))  # the union of old and new replicas
+            adding = ctx.adding.get(tp, ())
             removing = tuple(r for r in current if r not in target)
-            out[tp] = p.OngoingReassignment(replicas=(*current, *adding), adding=adding, removing=removing)
+            out[tp] = p.OngoingReassignment(replicas=current, adding=adding, removing=removing)
         return p.ListPartitionReassignmentsResponse(reassignments=out)
 
     # DescribeLogDirs (any broker: its own)

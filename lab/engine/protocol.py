@@ -268,6 +268,7 @@ class JoinGroupRequest:
     protocol_type: str
     protocols: tuple[tuple[str, bytes], ...]  # (assignor name, subscription), most preferred first
     reason: str = ""
+    client_host: str = ""  # where the member connects from (a real client's address; the lab's own: none)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -541,3 +542,66 @@ class DescribeLogDirsResponse:
     partitions: Mapping[TopicPartition, LogDirPartition]
     total_bytes: int = -1
     usable_bytes: int = -1
+
+
+# Group admin (to a group's coordinator; ListGroups to every broker).
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ListGroupsRequest:
+    states: tuple[str, ...] = ()  # KIP-518: only groups in these states (empty: all)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ListedGroup:
+    group_id: str
+    protocol_type: str
+    state: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ListGroupsResponse:
+    error: str | None = None
+    message: str = ""
+    groups: tuple[ListedGroup, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DescribeGroupsRequest:
+    group_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DescribedMember:
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    metadata: bytes
+    assignment: bytes
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DescribedGroup:
+    group_id: str
+    error: str | None = None
+    message: str = ""
+    state: str = "Dead"
+    protocol_type: str = ""
+    protocol: str = ""
+    members: tuple[DescribedMember, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DescribeGroupsResponse:
+    groups: tuple[DescribedGroup, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DeleteGroupsRequest:
+    group_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DeleteGroupsResponse:
+    groups: Mapping[str, ErrorResult]
