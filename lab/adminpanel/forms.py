@@ -18,7 +18,7 @@ from django.core.validators import ProhibitNullCharactersValidator
 from lab.adminpanel import plan
 from lab.adminpanel.rows import TopicDetail
 from lab.engine import limits
-from lab.engine.cluster import validate_new_topic_name
+from lab.engine.admin import validate_new_topic_name
 from lab.engine.config import TOPIC_KEYS
 from lab.engine.errors import (
     IllegalArgument,

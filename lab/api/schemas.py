@@ -17,7 +17,7 @@ from pydantic.functional_validators import ModelWrapValidatorHandler
 
 from lab.api.errors import ErrorOut
 from lab.engine import limits
-from lab.engine.cluster import INTERNAL_TOPICS, validate_new_topic_name
+from lab.engine.admin import INTERNAL_TOPICS, validate_new_topic_name
 from lab.engine.config import BROKER_KEYS, TOPIC_KEYS, ConfigKey
 from lab.engine.errors import InvalidConfig
 from lab.engine.limits import Text, Whole

@@ -222,6 +222,10 @@ class Broker:
         from lab.engine.groups import GroupCoordinator
 
         self.groups = GroupCoordinator(self)
+        from lab.engine.admin import AdminManager
+
+        self.admin = AdminManager(self)
+        self.cluster_id: str | None = None
         self._watches = _Watches()
         self._jobs = SerialQueue(self._job_failed)
         self._link = LinkState.OPEN
@@ -393,9 +397,13 @@ class Broker:
         cluster_id = await kafkazk.get_or_create_cluster_id(zk, self.ctx.cluster_id_proposal)
         if not self._check_meta_properties(cluster_id):
             return
+        self.cluster_id = cluster_id
         registration = paths.encode_broker_registration(
             paths.BrokerRegistration(
-                broker_id=self.id, host="127.0.0.1", port=9092 + self.id, timestamp_ms=self.ctx.wall_ms
+                broker_id=self.id,
+                host=self.advertised[0],
+                port=self.advertised[1],
+                timestamp_ms=self.ctx.wall_ms,
             )
         )
         waited = False
@@ -462,6 +470,11 @@ class Broker:
             partition.log.crash(lose_unflushed=False)  # the process exits: nothing flushed or checkpointed
         if self.session is not None:
             self.session.close()
+
+    @property
+    def advertised(self) -> tuple[str, int]:
+        """Where clients reach this broker: its listener, or Kafka's conventional port when it has none."""
+        return self.ctx.advertised.get(self.id, ("127.0.0.1", 9092 + self.id))
 
     def _zk(self) -> GatedSession:
         assert self.session is not None
@@ -576,7 +589,7 @@ class Broker:
 
     def _extra_handler(self, body: Any) -> Callable[[Broker, Envelope], None] | None:
         """Requests served beyond replication: the group coordinator's."""
-        handler = self.groups.handler(body)
+        handler = self.groups.handler(body) or self.admin.handler(body)
         if handler is None:
             return None
         return lambda _broker, env: handler(env)

@@ -9,52 +9,46 @@ gets Kafka's error and changes nothing.
 
 from __future__ import annotations
 
-import contextlib
 import random
 import shutil
 import tempfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 from lab.engine import errors
-from lab.engine.assignment import place_replicas
+from lab.engine.admin import (
+    TopicAdmin,
+    validate_new_topic_name,
+)
 from lab.engine.broker import Broker, BrokerState
 from lab.engine.clients import Consumer, Producer
-from lab.engine.config import TOPIC_KEYS, BrokerConfig, validate_topic_config
+from lab.engine.config import BrokerConfig
 from lab.engine.context import EngineContext
 from lab.engine.errors import (
     IllegalArgument,
     IllegalState,
-    InvalidPartitions,
-    InvalidReplicaAssignment,
-    InvalidReplicationFactor,
-    InvalidTopic,
     KafkaTimeout,
-    TopicAlreadyExists,
     UnknownTopicOrPartition,
     ZooKeeperNotAvailable,
 )
 from lab.engine.events import Event, Journal
 from lab.engine.ids import BrokerId, TopicPartition, kafka_uuid
 from lab.engine.ledger import Ledger
-from lab.engine.limits import BROKERS, validate_topic_name
+from lab.engine.limits import BROKERS
 from lab.engine.metadata import paths
 from lab.engine.metadata.memory import MemoryStore
 from lab.engine.metadata.store import (
     ConnectionLoss,
-    CreateOp,
     LinkState,
     MetadataStore,
-    NodeExists,
     NoNode,
     Session,
     SessionState,
 )
 from lab.engine.network import Network
 from lab.engine.scheduler import Scheduler
-from lab.engine.storage.config import LogConfig
-from lab.engine.tasks import Pending
+from lab.engine.tasks import Pending, Task
 
 if TYPE_CHECKING:
     from lab.engine.membership import GroupConsumer
@@ -70,35 +64,6 @@ WHILE_OUT = (
     "ZooKeeper (topic and config changes, leader elections, ISR changes, a broker starting) waits until it "
     "answers again."
 )
-
-
-# Kafka's internal topics (Topic.INTERNAL_TOPICS): their coordinators create them, with their own
-# partition counts and configs; a group's coordinator is found by hashing into
-# offsets.topic.num.partitions, so a hand-made __consumer_offsets would leave groups without one.
-INTERNAL_TOPICS = ("__consumer_offsets", "__transaction_state")
-
-
-def validate_new_topic_name(name: str) -> None:
-    """The name rules for a topic being created: Kafka's, and no internal topic made by hand.
-
-    Kafka 3.x in ZooKeeper mode accepts CreateTopics for an internal name its coordinator has not
-    made yet (and groups then break); the lab refuses it with INVALID_TOPIC_EXCEPTION instead.
-    """
-    validate_topic_name(name)
-    if name in INTERNAL_TOPICS:
-        maker = "group coordinator" if name == "__consumer_offsets" else "transaction coordinator"
-        raise InvalidTopic(
-            f"Topic '{name}' is an internal topic: the {maker} creates it, with its own partitions and "
-            "configs; it cannot be created by hand"
-        )
-
-
-def colliding_topics(name: str, existing: Sequence[str]) -> list[str]:
-    """Kafka's Topic.hasCollision: '.' and '_' are the same in metric names, so a_b and a.b collide."""
-    if "." not in name and "_" not in name:
-        return []
-    mangled = name.replace(".", "_")
-    return sorted(t for t in existing if t != name and t.replace(".", "_") == mangled)
 
 
 class Cluster:
@@ -134,9 +99,18 @@ class Cluster:
             epoch_ms=epoch_ms,
             cluster_id_proposal=kafka_uuid(random.Random(f"cluster.id:{name}:{scheduler.seed}")),
             topic_ids=random.Random(f"topic.id:{name}:{scheduler.seed}:{epoch_ms}"),
+            broker_ids=list(broker_ids),
         )
         self.brokers: dict[BrokerId, Broker] = {}
         self.broker_ids = list(broker_ids)
+        # A deleted topic's records go on purpose, whoever deletes it: they are not lost.
+        self.ctx.on_topic_deletion.append(self.ledger.forget_topic)
+        self.topic_admin = TopicAdmin(
+            self._admin_session,
+            broker_ids=self.broker_ids,
+            new_topic_id=self.ctx.new_topic_id,
+            journal=self.journal,
+        )
         self.isolation: dict[BrokerId, set[str]] = {}
         self.slow: dict[BrokerId, int] = {}
         self.clients: dict[str, Producer | Consumer] = {}
@@ -315,6 +289,16 @@ class Cluster:
 
     # ------------------------------------------------------------------ who is who
 
+    @property
+    def cluster_id(self) -> str | None:
+        """The id in /cluster/id, as the brokers read it when they registered."""
+        return next((b.cluster_id for b in self.brokers.values() if b.cluster_id), None)
+
+    def topic_id(self, topic: str) -> str | None:
+        """KIP-516's id of ``topic`` (Kafka's URL-safe base64), from what the controller knows."""
+        known = self.ctx.controller_context
+        return known.topic_ids.get(topic) if known is not None else None
+
     def controller_id(self) -> BrokerId | None:
         """The controller: of the brokers that believe they are, the one with the newest controller epoch.
 
@@ -422,10 +406,13 @@ class Cluster:
             )
         return admin
 
+    def _run_admin(self, step: Coroutine[Any, Any, T], what: str = "an answer") -> T:
+        """Run one of TopicAdmin's steps with the lab's admin session, and wait for it."""
+        outcome: Pending[T] = Task.start(step, what).outcome
+        return self._ask(outcome, what)
+
     def _live_brokers(self) -> list[BrokerId]:
-        admin = self._admin_session()
-        children = self._ask(admin.get_children(paths.BROKER_IDS), what="the live brokers")
-        return sorted(int(c) for c in children if c.isdigit())
+        return self._run_admin(self.topic_admin.live_brokers(), "the live brokers")
 
     def _known(self) -> Any:
         """The controller's view of topics, when a controller has loaded one. Reading it costs no
@@ -453,13 +440,6 @@ class Cluster:
         except NoNode:
             return []
 
-    def _topics_in_zookeeper(self) -> list[str]:
-        """Every topic ZooKeeper lists (Kafka's getAllTopicsInCluster), not the controller's view."""
-        try:
-            return list(self.wait(self._admin_session().get_children(paths.BROKER_TOPICS), what="the topics"))
-        except NoNode:
-            return []
-
     def create_topic(
         self,
         name: str,
@@ -471,43 +451,13 @@ class Cluster:
         wait: bool = True,
     ) -> None:
         """Create a topic as kafka-topics.sh does in ZooKeeper mode; Kafka's error and nothing created if it is bad."""
-        validate_new_topic_name(name)
-        clean = validate_topic_config(config or {})
-        LogConfig.from_topic_config(clean)  # cross-checks the log's own rules
-        live = self._live_brokers()
-        if assignment is not None:
-            placement = self._check_assignment(assignment, live)
-        else:
-            if partitions < 1:
-                raise InvalidPartitions("Number of partitions must be larger than 0.")
-            if replication_factor < 1:
-                raise InvalidReplicationFactor("Replication factor must be larger than 0.")
-            if replication_factor > len(live):
-                raise InvalidReplicationFactor(
-                    f"Replication factor: {replication_factor} larger than available brokers: {len(live)}."
-                )
-            placement = place_replicas(live, partitions, replication_factor)
-        admin = self._admin_session()
-        if self._ask(admin.exists(paths.topic_path(name))) is not None:
-            raise TopicAlreadyExists(f"Topic '{name}' already exists.")
-        if self._ask(admin.exists(paths.delete_topic_path(name))) is not None:
-            raise TopicAlreadyExists(f"Topic '{name}' is marked for deletion.")
-        collides = colliding_topics(name, self._topics_in_zookeeper())
-        if collides:
-            raise InvalidTopic(f"Topic '{name}' collides with existing topics: {', '.join(collides)}")
-        ops = [
-            CreateOp(path=paths.topic_config_path(name), data=paths.encode_topic_config(clean)),
-            CreateOp(
-                path=paths.topic_path(name),
-                data=paths.encode_topic_assignment(
-                    paths.TopicAssignment(partitions=placement, topic_id=self.ctx.new_topic_id())
-                ),
+        validate_new_topic_name(name)  # before anything is asked of ZooKeeper
+        placement = self._run_admin(
+            self.topic_admin.create_topic(
+                name, partitions, replication_factor, config, assignment=assignment
             ),
-        ]
-        try:
-            self._ask(admin.multi(ops), what="the topic's znodes")
-        except NodeExists:
-            raise TopicAlreadyExists(f"Topic '{name}' already exists.") from None
+            "the topic's znodes",
+        )
         if wait:
             tps = [TopicPartition(name, p) for p in placement]
             self.wait_for(lambda: self._usable(tps), 30_000, f"every partition of {name} to have a leader")
@@ -523,114 +473,32 @@ class Cluster:
             for tp in tps
         )
 
-    def _check_assignment(
-        self, assignment: Mapping[int, Sequence[BrokerId]], live: list[BrokerId]
-    ) -> dict[int, tuple[BrokerId, ...]]:
-        if not assignment:
-            raise InvalidReplicaAssignment("the replica assignment is empty")
-        keys = sorted(assignment)
-        if keys != list(range(len(keys))):
-            raise InvalidReplicaAssignment(f"partitions must be numbered 0..{len(keys) - 1}, got {keys}")
-        sizes = {len(r) for r in assignment.values()}
-        if len(sizes) != 1:
-            raise InvalidReplicaAssignment("every partition must have the same number of replicas")
-        out: dict[int, tuple[BrokerId, ...]] = {}
-        for p, replicas in assignment.items():
-            if len(set(replicas)) != len(replicas):
-                raise InvalidReplicaAssignment(f"partition {p} lists a broker twice: {list(replicas)}")
-            unknown = [r for r in replicas if r not in self.broker_ids]
-            if unknown:
-                raise InvalidReplicaAssignment(f"partition {p}: no broker {unknown}")
-            out[p] = tuple(replicas)
-        return out
-
     def _assignment(self, topic: str) -> tuple[paths.TopicAssignment, int]:
-        validate_topic_name(topic)  # a name ZooKeeper would refuse as a path is no topic either
-        admin = self._admin_session()
-        try:
-            raw, stat = self._ask(admin.get(paths.topic_path(topic)), what=f"topic {topic}")
-        except NoNode:
-            raise UnknownTopicOrPartition(f"Topic '{topic}' does not exist.") from None
-        return paths.decode_topic_assignment(raw), stat.version
+        return self._run_admin(self.topic_admin.assignment(topic), f"topic {topic}")
 
     def delete_topic(self, name: str, *, wait: bool = True) -> None:
-        self._assignment(name)
-        self.ledger.forget_topic(name)  # its records go on purpose: not lost
-        admin = self._admin_session()
-        with contextlib.suppress(NodeExists):
-            self._ask(admin.create(paths.delete_topic_path(name)), what="the deletion request")
+        self._run_admin(self.topic_admin.delete_topic(name), "the deletion request")
         if wait:
             self.wait_for(
-                lambda: self._ask(self._admin_session().exists(paths.topic_path(name))) is None,
+                lambda: not self._run_admin(self.topic_admin.exists(name)),
                 30_000,
                 f"topic {name} to be deleted",
             )
 
     def create_partitions(self, topic: str, total: int, *, wait: bool = True) -> None:
         """Grow a topic to ``total`` partitions (Kafka never shrinks one)."""
-        current, version = self._assignment(topic)
-        count = len(current.partitions)
-        if total <= count:
-            raise InvalidPartitions(
-                f"Topic currently has {count} partitions, which is higher than the requested {total}."
-            )
-        rf = len(next(iter(current.partitions.values())))
-        live = self._live_brokers()
-        if rf > len(live):
-            raise InvalidReplicationFactor(
-                f"Replication factor: {rf} larger than available brokers: {len(live)}."
-            )
-        grown = dict(current.partitions)
-        grown.update(place_replicas(live, total - count, rf, start=count))
-        data = paths.encode_topic_assignment(
-            paths.TopicAssignment(
-                partitions=grown,
-                adding_replicas=current.adding_replicas,
-                removing_replicas=current.removing_replicas,
-                topic_id=current.topic_id,
-            )
-        )
-        self._ask(self._admin_session().set(paths.topic_path(topic), data, version))
+        new = self._run_admin(self.topic_admin.create_partitions(topic, total), f"the partitions of {topic}")
         if wait:
-            new = [TopicPartition(topic, p) for p in range(count, total)]
-            self.wait_for(lambda: self._usable(new), 30_000, f"the new partitions of {topic} to have leaders")
+            tps = [TopicPartition(topic, p) for p in new]
+            self.wait_for(lambda: self._usable(tps), 30_000, f"the new partitions of {topic} to have leaders")
 
     def alter_topic_config(
         self, topic: str, updates: Mapping[str, object], *, remove: Sequence[str] = ()
     ) -> dict[str, str]:
         """Change a topic's config overrides; returns the overrides now in force."""
-        self._assignment(topic)
-        unknown = [k for k in remove if k not in TOPIC_KEYS]
-        if unknown:
-            raise errors.InvalidConfig(f"Unknown topic config name: {unknown[0]}")
-        clean = validate_topic_config(updates)
-        admin = self._admin_session()
-        try:
-            raw, stat = self._ask(admin.get(paths.topic_config_path(topic)))
-            current = paths.decode_topic_config(raw)
-            version = stat.version
-        except NoNode:
-            current, version = {}, -1
-        merged = {k: v for k, v in current.items() if k not in remove}
-        merged.update(clean)
-        LogConfig.from_topic_config(merged)
-        data = paths.encode_topic_config(merged)
-        ops: list[Any] = []
-        if version < 0:
-            ops.append(CreateOp(path=paths.topic_config_path(topic), data=data))
-        else:
-            from lab.engine.metadata.store import SetDataOp
-
-            ops.append(SetDataOp(path=paths.topic_config_path(topic), data=data, version=version))
-        ops.append(
-            CreateOp(
-                path=paths.CONFIG_CHANGE_PREFIX,
-                data=paths.encode_config_change(f"topics/{topic}"),
-                sequential=True,
-            )
+        merged = self._run_admin(
+            self.topic_admin.alter_topic_config(topic, updates, remove=remove), "the config change"
         )
-        self._ask(admin.multi(ops), what="the config change")
-        self.journal.record("config_changed", f"topic {topic} config now {merged or 'defaults'}", topic=topic)
         if self._known() is not None:
             # Answer once the controller has taken the change in, so reading it back agrees.
             self.wait_for(
@@ -645,12 +513,7 @@ class Cluster:
         known = self._known()
         if known is not None and topic in known.topics and topic in known.topic_configs:
             return dict(known.topic_configs[topic])
-        self._assignment(topic)
-        try:
-            raw, _ = self._ask(self._admin_session().get(paths.topic_config_path(topic)))
-        except NoNode:
-            return {}
-        return paths.decode_topic_config(raw)
+        return self._run_admin(self.topic_admin.topic_config(topic), f"the config of {topic}")
 
     def reassign_partitions(
         self,
@@ -660,24 +523,7 @@ class Cluster:
         timeout_ms: int = 60_000,
     ) -> None:
         """Move replicas: add the new ones, let them catch up, switch the leader, remove the old ones."""
-        if not plan:
-            raise IllegalArgument("the reassignment plan is empty")
-        for (topic, partition), replicas in plan.items():
-            current, _ = self._assignment(topic)
-            if partition not in current.partitions:
-                raise UnknownTopicOrPartition(f"{topic}-{partition} does not exist")
-            if not replicas or len(set(replicas)) != len(replicas):
-                raise InvalidReplicaAssignment(
-                    f"{topic}-{partition}: replicas must be distinct and not empty"
-                )
-            unknown = [r for r in replicas if r not in self.broker_ids]
-            if unknown:
-                raise InvalidReplicaAssignment(f"{topic}-{partition}: there is no broker {unknown}")
-        admin = self._admin_session()
-        if self._ask(admin.exists(paths.REASSIGN_PARTITIONS)) is not None:
-            raise errors.InvalidRequest("a reassignment is already in progress")
-        data = paths.encode_reassignment({k: list(v) for k, v in plan.items()})
-        self._ask(admin.create(paths.REASSIGN_PARTITIONS, data))
+        self._run_admin(self.topic_admin.reassign(plan), "the reassignment")
         if wait:
             self.wait_for(
                 lambda: all(
@@ -692,15 +538,10 @@ class Cluster:
     ) -> None:
         if partitions is None:
             partitions = [(tp.topic, tp.partition) for tp in self._all_partitions()]
-        admin = self._admin_session()
-        data = paths.encode_preferred_replica_election(partitions)
-        try:
-            self._ask(admin.create(paths.PREFERRED_REPLICA_ELECTION, data))
-        except NodeExists:
-            raise errors.InvalidRequest("a preferred leader election is already in progress") from None
+        self._run_admin(self.topic_admin.elect_preferred(partitions), "the preferred leader election")
         if wait:
             self.wait_for(
-                lambda: self._ask(self._admin_session().exists(paths.PREFERRED_REPLICA_ELECTION)) is None,
+                lambda: self._run_admin(self.topic_admin.election_done()),
                 30_000,
                 "the preferred leader election",
             )

@@ -311,6 +311,30 @@ _key(
     "A stopping broker first asks the controller to move its leaderships away.",
 )
 _key(
+    "num.partitions",
+    "broker",
+    "int",
+    "1",
+    "Partitions of a topic created without a count (CreateTopics with -1, or created automatically).",
+    minimum=1,
+)
+_key(
+    "default.replication.factor",
+    "broker",
+    "int",
+    "1",
+    "Replication factor of a topic created without one (CreateTopics with -1, or created automatically).",
+    minimum=1,
+)
+_key(
+    "auto.create.topics.enable",
+    "broker",
+    "bool",
+    "true",
+    "A client asking for the metadata of a topic that does not exist creates it (num.partitions, "
+    "default.replication.factor), as Kafka does unless this is turned off.",
+)
+_key(
     "offsets.topic.num.partitions",
     "broker",
     "int",

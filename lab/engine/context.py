@@ -26,6 +26,12 @@ class EngineContext:
     # What the newest controller knew (ControllerContext), kept after it dies: the pictures'
     # and the invariants' view of which broker should lead each partition.
     controller_context: Any = None
+    broker_ids: list[int] = field(default_factory=list)  # the brokers the cluster was made with
+    # Each broker's listener (host, port), when the runtime serves the Kafka protocol: what a
+    # broker registers in /brokers/ids and what Metadata tells clients.
+    advertised: dict[int, tuple[str, int]] = field(default_factory=dict)
+    # Called with a topic's name when the controller starts deleting it, whoever asked.
+    on_topic_deletion: list[Any] = field(default_factory=list)
     # Wall-clock milliseconds at virtual time zero: what Kafka's time.milliseconds() would read,
     # for the timestamps Kafka writes into znodes. Given from outside (the engine reads no clock).
     epoch_ms: int = 0

@@ -85,6 +85,8 @@ class ControllerContext:
     topic_configs: dict[str, dict[str, str]] = field(default_factory=dict)
     topic_ids: dict[str, str] = field(default_factory=dict)  # KIP-516, from /brokers/topics/<t>
     reassignments: dict[TopicPartition, tuple[BrokerId, ...]] = field(default_factory=dict)
+    # The replicas a reassignment adds (the znode's "adding_replicas"): the full set is the union.
+    adding: dict[TopicPartition, tuple[BrokerId, ...]] = field(default_factory=dict)
     deleting: set[str] = field(default_factory=set)
 
     def partitions_of(self, topic: str) -> list[TopicPartition]:
@@ -241,6 +243,8 @@ class Controller:
             if tp not in self.ctx.assignments:
                 new.append(tp)
             self.ctx.assignments[tp] = tuple(replicas)
+            if partition in assignment.adding_replicas:
+                self.ctx.adding[tp] = tuple(assignment.adding_replicas[partition])
         return new
 
     async def _assign_topic_id(
@@ -697,6 +701,8 @@ class Controller:
         for topic in sorted(names):
             if topic in self.ctx.topics:
                 self.ctx.deleting.add(topic)
+                for hook in self.broker.ctx.on_topic_deletion:
+                    hook(topic)
                 tps = self.ctx.partitions_of(topic)
                 by_broker: dict[BrokerId, dict[TopicPartition, bool]] = {}
                 for tp in tps:
@@ -867,12 +873,14 @@ class Controller:
         origin = self.ctx.assignments[tp]
         if origin == target:
             return
-        adding = tuple(r for r in target if r not in origin)
+        # A new controller finds the union already written; the znode said which replicas were new.
+        adding = self.ctx.adding.get(tp) or tuple(r for r in target if r not in origin)
         removing = tuple(r for r in origin if r not in target)
         union = target + removing
         await self._write_assignment(tp.topic, {tp.partition: (union, adding, removing)})
         self.ctx.assignments[tp] = union
         self.ctx.reassignments[tp] = target
+        self.ctx.adding[tp] = adding
         self.journal(
             "reassignment_started",
             f"reassignment of {tp}: {list(origin)} -> {list(target)}; adding {list(adding)}, removing {list(removing)}; "
@@ -955,6 +963,7 @@ class Controller:
                     ),
                 )
         del self.ctx.reassignments[tp]
+        self.ctx.adding.pop(tp, None)
         self.journal(
             "reassignment_done",
             f"reassignment of {tp} done: replicas {list(target)}; removed {list(removed)} deleted their copies",

@@ -287,3 +287,12 @@ def _all_errors(base: type[KafkaError]) -> list[type[KafkaError]]:
     for sub in base.__subclasses__():
         out += _all_errors(sub)
     return out
+
+
+class NotController(KafkaError):
+    name = "NOT_CONTROLLER"
+    retriable = True
+
+
+class ReassignmentInProgress(KafkaError):
+    name = "REASSIGNMENT_IN_PROGRESS"

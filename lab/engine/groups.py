@@ -16,12 +16,14 @@ partitions loads the groups from that log. Keys and values are JSON here
 
 from __future__ import annotations
 
+import base64
 import enum
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from lab.engine import consumer_protocol
 from lab.engine.assignment import EAGER, place_replicas
 from lab.engine.errors import KafkaError
 from lab.engine.ids import BrokerId, TopicPartition
@@ -29,6 +31,13 @@ from lab.engine.metadata import paths
 from lab.engine.metadata.store import CreateOp, NodeExists
 from lab.engine.network import Envelope
 from lab.engine.protocol import (
+    DeleteGroupsRequest,
+    DeleteGroupsResponse,
+    DescribedGroup,
+    DescribedMember,
+    DescribeGroupsRequest,
+    DescribeGroupsResponse,
+    ErrorResult,
     FindCoordinatorRequest,
     FindCoordinatorResponse,
     HeartbeatRequest,
@@ -38,6 +47,9 @@ from lab.engine.protocol import (
     JoinGroupResponse,
     LeaveGroupRequest,
     LeaveGroupResponse,
+    ListedGroup,
+    ListGroupsRequest,
+    ListGroupsResponse,
     OffsetCommitRequest,
     OffsetCommitResponse,
     OffsetFetchRequest,
@@ -92,6 +104,7 @@ class Member:
     rebalance_timeout_ms: int
     protocols: tuple[tuple[str, bytes], ...]
     assignment: bytes = b""
+    client_host: str = ""
     join_reply: Reply | None = None
     sync_reply: Reply | None = None
     session_timer: Timer | None = None
@@ -150,12 +163,11 @@ class Abandoned:
 
 
 def decode_assignment(data: bytes) -> list[TopicPartition]:
-    """The lab's consumers send their assignment as JSON: [["orders", 0], ...]."""
-    if not data:
-        return []
+    """A member's partitions, from the consumer protocol's assignment bytes (the lab's consumers and
+    real Kafka clients write the same format); nothing for bytes that are not one."""
     try:
-        return [TopicPartition(t, int(p)) for t, p in json.loads(data)["partitions"]]
-    except (ValueError, KeyError, TypeError):
+        return list(consumer_protocol.decode_assignment(data).partitions)
+    except consumer_protocol.MalformedProtocolData:
         return []
 
 
@@ -188,6 +200,9 @@ class GroupCoordinator:
             LeaveGroupRequest: self._on_leave,
             OffsetCommitRequest: self._on_commit,
             OffsetFetchRequest: self._on_fetch_offsets,
+            ListGroupsRequest: self._on_list_groups,
+            DescribeGroupsRequest: self._on_describe_groups,
+            DeleteGroupsRequest: self._on_delete_groups,
         }
         return handlers.get(type(body))
 
@@ -286,8 +301,8 @@ class GroupCoordinator:
                         client_id=m.get("client_id", ""),
                         session_timeout_ms=int(m["session_timeout_ms"]),
                         rebalance_timeout_ms=int(m["rebalance_timeout_ms"]),
-                        protocols=((group.protocol or "", m.get("subscription", "").encode()),),
-                        assignment=m.get("assignment", "").encode(),
+                        protocols=((group.protocol or "", _unb64(m.get("subscription", ""))),),
+                        assignment=_unb64(m.get("assignment", "")),
                     )
                     group.members[member.member_id] = member
                     if member.group_instance_id:
@@ -488,6 +503,7 @@ class GroupCoordinator:
             session_timeout_ms=req.session_timeout_ms,
             rebalance_timeout_ms=req.rebalance_timeout_ms,
             protocols=req.protocols,
+            client_host=req.client_host,
             join_reply=reply,
         )
         group.members[member_id] = member
@@ -993,6 +1009,106 @@ class GroupCoordinator:
         wanted = sorted(known) if req.partitions is None else req.partitions
         reply(OffsetFetchResponse(offsets={tp: known.get(tp, -1) for tp in wanted}))
 
+    # ------------------------------------------------------------------ group admin
+
+    def _on_list_groups(self, env: Envelope) -> None:
+        """The groups this broker coordinates (Kafka's admin asks every broker and merges the lists)."""
+        req: ListGroupsRequest = env.body
+        listed = tuple(
+            ListedGroup(group_id=g.group_id, protocol_type=g.protocol_type, state=g.state.value)
+            for g in sorted(self.groups.values(), key=lambda g: g.group_id)
+            if partition_for_group(g.group_id, self.num_partitions) in self.partitions
+            and g.state is not GroupState.DEAD
+            and (not req.states or g.state.value in req.states)
+        )
+        self._reply(env)(ListGroupsResponse(groups=listed))
+
+    def _on_describe_groups(self, env: Envelope) -> None:
+        req: DescribeGroupsRequest = env.body
+        out: list[DescribedGroup] = []
+        for group_id in req.group_ids:
+            refused = self._not_here(group_id)
+            if refused is not None:
+                out.append(DescribedGroup(group_id=group_id, error=refused.name, message=refused.message))
+                continue
+            group = self.groups.get(group_id)
+            if group is None or group.state is GroupState.DEAD:
+                out.append(
+                    DescribedGroup(group_id=group_id)
+                )  # Kafka: an unknown group is Dead, with no error
+                continue
+            stable = group.state is GroupState.STABLE
+            out.append(
+                DescribedGroup(
+                    group_id=group_id,
+                    state=group.state.value,
+                    protocol_type=group.protocol_type,
+                    protocol=group.protocol or "",
+                    members=tuple(
+                        DescribedMember(
+                            member_id=m.member_id,
+                            group_instance_id=m.group_instance_id,
+                            client_id=m.client_id,
+                            client_host=m.client_host,
+                            # Kafka shows a member's metadata and assignment only in a Stable group.
+                            metadata=m.metadata(group.protocol or "") if stable else b"",
+                            assignment=m.assignment if stable else b"",
+                        )
+                        for m in group.members.values()
+                    ),
+                )
+            )
+        self._reply(env)(DescribeGroupsResponse(groups=tuple(out)))
+
+    def _on_delete_groups(self, env: Envelope) -> None:
+        """Delete empty groups: their offsets and metadata get tombstones in __consumer_offsets."""
+        from lab.engine import errors
+
+        req: DeleteGroupsRequest = env.body
+        results: dict[str, ErrorResult] = {}
+        pending = 0
+        reply = self._reply(env)
+
+        def answered(group_id: str) -> Callable[[KafkaError | None], None]:
+            def then(error: KafkaError | None) -> None:
+                nonlocal pending
+                if error is not None:
+                    results[group_id] = ErrorResult(error=error.name, message=error.message)
+                pending -= 1
+                if pending == 0:
+                    reply(DeleteGroupsResponse(groups=dict(results)))
+
+            return then
+
+        for group_id in req.group_ids:
+            refused = self._not_here(group_id)
+            group = self.groups.get(group_id)
+            if refused is None and (group is None or group.state is GroupState.DEAD):
+                refused = errors.GroupIdNotFound(f"group {group_id} does not exist")
+            elif refused is None and group is not None and group.members:
+                refused = errors.NonEmptyGroup(f"group {group_id} has {len(group.members)} member(s)")
+            if refused is not None:
+                results[group_id] = ErrorResult(error=refused.name, message=refused.message)
+                continue
+            assert group is not None
+            group.state = GroupState.DEAD
+            self.groups.pop(group_id, None)
+            results[group_id] = ErrorResult()
+            self.journal(
+                "group_deleted",
+                f"group {group_id} deleted: its {len(group.offsets)} committed offset(s) and its metadata get "
+                "tombstones in __consumer_offsets",
+                group=group_id,
+            )
+            tombstones: list[tuple[bytes | None, bytes | None]] = [
+                (_offset_key(group_id, tp), None) for tp in group.offsets
+            ]
+            tombstones.append((_group_key(group_id), None))
+            pending += 1
+            self._append(group_id, tombstones, answered(group_id))
+        if pending == 0:
+            reply(DeleteGroupsResponse(groups=results))
+
     # ------------------------------------------------------------------ writing __consumer_offsets
 
     def _store_group(self, group: Group, then: Callable[[KafkaError | None], None] | None = None) -> None:
@@ -1010,13 +1126,14 @@ class GroupCoordinator:
                     "client_id": m.client_id,
                     "session_timeout_ms": m.session_timeout_ms,
                     "rebalance_timeout_ms": m.rebalance_timeout_ms,
-                    "subscription": m.metadata(group.protocol or "").decode(errors="replace"),
-                    "assignment": m.assignment.decode(errors="replace"),
+                    # The consumer protocol's bytes (Kafka keeps them as bytes; JSON carries them in base64).
+                    "subscription": _b64(m.metadata(group.protocol or "")),
+                    "assignment": _b64(m.assignment),
                 }
                 for m in group.members.values()
             ],
         }
-        key = json.dumps({"version": 2, "group": group.group_id}, separators=(",", ":")).encode()
+        key = _group_key(group.group_id)
         self._append(
             group.group_id,
             [(key, json.dumps(value, separators=(",", ":")).encode())],
@@ -1092,6 +1209,10 @@ def _initial_wait(group: Group, now_ms: int) -> bool:
     )
 
 
+def _group_key(group: str) -> bytes:
+    return json.dumps({"version": 2, "group": group}, separators=(",", ":")).encode()
+
+
 def _offset_key(group: str, tp: TopicPartition) -> bytes:
     return json.dumps(
         {"version": 1, "group": group, "topic": tp.topic, "partition": tp.partition}, separators=(",", ":")
@@ -1103,6 +1224,17 @@ def _offset_value(offset: int, now_ms: int) -> bytes:
         {"version": 3, "offset": offset, "leader_epoch": -1, "metadata": "", "commit_timestamp": now_ms},
         separators=(",", ":"),
     ).encode()
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
+
+
+def _unb64(text: str) -> bytes:
+    try:
+        return base64.b64decode(text, validate=True)
+    except ValueError:  # written before the lab kept these bytes in base64: the member joins again
+        return b""
 
 
 def _tps(tps: list[TopicPartition]) -> str:

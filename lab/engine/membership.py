@@ -19,11 +19,10 @@ generation, and the member joins again.
 from __future__ import annotations
 
 import contextlib
-import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from lab.engine import errors
+from lab.engine import consumer_protocol, errors
 from lab.engine.assignment import ASSIGNORS, EAGER, Subscription, assign
 from lab.engine.clients import ClientHost, Consumer, _int
 from lab.engine.errors import IllegalArgument, IllegalState, KafkaError, NetworkException
@@ -58,32 +57,24 @@ COORDINATOR_ERRORS = frozenset(
 
 
 def encode_subscription(sub: Subscription) -> bytes:
-    return json.dumps(
-        {
-            "topics": list(sub.topics),
-            "owned": [[tp.topic, tp.partition] for tp in sub.owned],
-            "generation": sub.generation,
-        },
-        separators=(",", ":"),
-    ).encode()
+    """Kafka's ConsumerProtocolSubscription bytes, as every Kafka consumer writes them."""
+    return consumer_protocol.encode_subscription(
+        consumer_protocol.Subscription(topics=sub.topics, owned=sub.owned, generation=sub.generation)
+    )
 
 
 def decode_subscription(data: bytes) -> Subscription:
+    """A member's subscription, from the lab's consumers or any Kafka client (an unreadable one subscribes
+    to nothing, as Kafka's leader would fail to read it)."""
     try:
-        raw = json.loads(data)
-        return Subscription(
-            topics=tuple(raw["topics"]),
-            owned=tuple(TopicPartition(t, int(p)) for t, p in raw.get("owned", [])),
-            generation=int(raw.get("generation", -1)),
-        )
-    except (ValueError, KeyError, TypeError):
+        sub = consumer_protocol.decode_subscription(data)
+    except consumer_protocol.MalformedProtocolData:
         return Subscription(topics=())
+    return Subscription(topics=sub.topics, owned=sub.owned, generation=sub.generation)
 
 
 def encode_assignment(tps: Sequence[TopicPartition]) -> bytes:
-    return json.dumps(
-        {"partitions": [[tp.topic, tp.partition] for tp in sorted(tps)]}, separators=(",", ":")
-    ).encode()
+    return consumer_protocol.encode_assignment(tps)
 
 
 class GroupConsumer(Consumer):
@@ -861,6 +852,4 @@ class GroupConsumer(Consumer):
 
 
 def _decode_tps(data: bytes) -> list[TopicPartition]:
-    if not data:
-        return []
-    return [TopicPartition(t, int(p)) for t, p in json.loads(data)["partitions"]]
+    return list(consumer_protocol.decode_assignment(data).partitions)

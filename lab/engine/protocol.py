@@ -268,6 +268,7 @@ class JoinGroupRequest:
     protocol_type: str
     protocols: tuple[tuple[str, bytes], ...]  # (assignor name, subscription), most preferred first
     reason: str = ""
+    client_host: str = ""  # where the member connects from (a real client's address; the lab's own: none)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -359,3 +360,248 @@ class OffsetFetchResponse:
     error: str | None = None
     message: str = ""
     offsets: Mapping[TopicPartition, int] = field(default_factory=dict)  # -1: none committed
+
+
+# Admin (to the controller, or to any broker for configs and log dirs). Results carry Kafka's error
+# names per topic, partition or resource, as the wire responses do.
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ErrorResult:
+    error: str | None = None
+    message: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NewTopic:
+    name: str
+    num_partitions: int = -1  # -1: the broker's num.partitions
+    replication_factor: int = -1  # -1: the broker's default.replication.factor
+    assignments: Mapping[int, tuple[BrokerId, ...]] | None = None
+    configs: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConfigEntry:
+    name: str
+    value: str | None
+    read_only: bool
+    source: int  # Kafka's ConfigSource ids: 1 dynamic topic config, 4 static broker config, 5 default
+    sensitive: bool = False
+    documentation: str = ""
+    kind: str = ""  # the engine's type name: int, long, bool, double, str, list
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CreateTopicsRequest:
+    topics: tuple[NewTopic, ...]
+    timeout_ms: int
+    validate_only: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CreatedTopic:
+    error: str | None = None
+    message: str = ""
+    topic_id: str | None = None
+    num_partitions: int = -1
+    replication_factor: int = -1
+    configs: tuple[ConfigEntry, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CreateTopicsResponse:
+    topics: Mapping[str, CreatedTopic]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DeleteTopicsRequest:
+    names: tuple[str, ...]
+    timeout_ms: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DeleteTopicsResponse:
+    topics: Mapping[str, ErrorResult]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CreatePartitionsRequest:
+    # topic -> (the new total, the new partitions' replicas or None to place them)
+    topics: Mapping[str, tuple[int, tuple[tuple[BrokerId, ...], ...] | None]]
+    timeout_ms: int
+    validate_only: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CreatePartitionsResponse:
+    topics: Mapping[str, ErrorResult]
+
+
+TOPIC_RESOURCE, BROKER_RESOURCE = 2, 4
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DescribeConfigsRequest:
+    resources: tuple[tuple[int, str, tuple[str, ...] | None], ...]  # (type, name, keys or None: all)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DescribedConfigs:
+    resource_type: int
+    name: str
+    error: str | None = None
+    message: str = ""
+    entries: tuple[ConfigEntry, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DescribeConfigsResponse:
+    resources: tuple[DescribedConfigs, ...]
+
+
+SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3  # IncrementalAlterConfigs' operations
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AlterConfigsRequest:
+    # (type, name, ((key, operation, value), ...)); not incremental: the given keys replace every override
+    resources: tuple[tuple[int, str, tuple[tuple[str, int, str | None], ...]], ...]
+    incremental: bool
+    validate_only: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AlterConfigsResponse:
+    resources: tuple[tuple[int, str, ErrorResult], ...]
+
+
+PREFERRED, UNCLEAN = 0, 1
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ElectLeadersRequest:
+    election_type: int
+    partitions: tuple[TopicPartition, ...] | None  # None: every partition
+    timeout_ms: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ElectLeadersResponse:
+    error: str | None = None
+    message: str = ""
+    partitions: Mapping[TopicPartition, ErrorResult] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AlterPartitionReassignmentsRequest:
+    plan: Mapping[TopicPartition, tuple[BrokerId, ...] | None]  # None: cancel
+    timeout_ms: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AlterPartitionReassignmentsResponse:
+    error: str | None = None
+    message: str = ""
+    partitions: Mapping[TopicPartition, ErrorResult] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ListPartitionReassignmentsRequest:
+    partitions: tuple[TopicPartition, ...] | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OngoingReassignment:
+    replicas: tuple[BrokerId, ...]
+    adding: tuple[BrokerId, ...]
+    removing: tuple[BrokerId, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ListPartitionReassignmentsResponse:
+    error: str | None = None
+    message: str = ""
+    reassignments: Mapping[TopicPartition, OngoingReassignment] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DescribeLogDirsRequest:
+    partitions: tuple[TopicPartition, ...] | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LogDirPartition:
+    size: int
+    offset_lag: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DescribeLogDirsResponse:
+    log_dir: str
+    partitions: Mapping[TopicPartition, LogDirPartition]
+    total_bytes: int = -1
+    usable_bytes: int = -1
+
+
+# Group admin (to a group's coordinator; ListGroups to every broker).
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ListGroupsRequest:
+    states: tuple[str, ...] = ()  # KIP-518: only groups in these states (empty: all)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ListedGroup:
+    group_id: str
+    protocol_type: str
+    state: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ListGroupsResponse:
+    error: str | None = None
+    message: str = ""
+    groups: tuple[ListedGroup, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DescribeGroupsRequest:
+    group_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DescribedMember:
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    metadata: bytes
+    assignment: bytes
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DescribedGroup:
+    group_id: str
+    error: str | None = None
+    message: str = ""
+    state: str = "Dead"
+    protocol_type: str = ""
+    protocol: str = ""
+    members: tuple[DescribedMember, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DescribeGroupsResponse:
+    groups: tuple[DescribedGroup, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DeleteGroupsRequest:
+    group_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DeleteGroupsResponse:
+    groups: Mapping[str, ErrorResult]

@@ -213,13 +213,11 @@ class WireServer:
 
     @property
     def cluster_id(self) -> str | None:
-        return getattr(self.cluster, "cluster_id", None)
+        return self.cluster.cluster_id
 
     def topic_id(self, topic: str) -> uuid.UUID | None:
         """KIP-516's topic id, when the topic has one."""
-        known = getattr(self.cluster, "topic_ids", None)
-        raw = known(topic) if callable(known) else None
-        return topic_uuid(raw)
+        return topic_uuid(self.cluster.topic_id(topic))
 
     def count_produced(self, conn: Connection, request: Any) -> None:
         conn.stats.records_produced += int(getattr(request, "records", 0))

@@ -81,6 +81,7 @@ async def join_group(conn: Connection, request: Request) -> Any:
             protocol_type=body.protocol_type,
             protocols=tuple((proto.name, bytes(proto.metadata)) for proto in body.protocols),
             reason=field(body, "reason") or "",
+            client_host=conn.peer.rsplit(":", 1)[0],
         ),
         timeout_ms=rebalance_ms + WAIT_MARGIN_MS,
     )
