@@ -205,6 +205,18 @@ class Cluster:
             broker.set_zookeeper_link(LinkState.CUT)
         return broker
 
+    def started(self) -> bool | str:
+        """True once the brokers have registered and elected a controller; why one refused to start
+        (a string), if one did; False while they are on their way (``create(wait=False)``)."""
+        return self._refusal() or self._is_settled()
+
+    def topic_usable(self, topic: str) -> bool:
+        """Every partition of ``topic`` has a leader, and every running broker can tell clients so."""
+        known = self._known()  # the controller's view: no ZooKeeper round trip
+        if known is None or topic not in known.topics:
+            return False
+        return self._usable([tp for tp in known.assignments if tp.topic == topic])
+
     def _is_settled(self) -> bool:
         running = [b for b in self.brokers.values() if b.alive]
         return all(b.state is BrokerState.RUNNING for b in running) and self.controller_id() is not None

@@ -43,6 +43,7 @@ T = TypeVar("T")
 PRODUCE_WAIT_S = 3.0
 RETRY_BACKOFF_S = 0.1  # Kafka's retry.backoff.ms
 RETRY_WAIT_S = 15.0
+RESET_WAIT_S = 20.0  # a reset answers when the lab is up, or says it is still starting
 
 
 @dataclass(slots=True, kw_only=True)
@@ -468,9 +469,25 @@ def _clock_speed(p: Mapping[str, str]) -> Act:
 
 
 def _clock_reset(p: Mapping[str, str]) -> Act:
-    def run(lab: LiveLab) -> str:
+    def run(lab: LiveLab) -> Waiting:
         lab.reset_now()
-        return "Lab reset: a fresh cluster with fresh data."
+
+        def result() -> str:
+            if lab.state == "failed":
+                raise IllegalState(f"the lab did not start again: {lab.error}")
+            return "Lab reset: a fresh cluster with fresh data."
+
+        def still() -> str:
+            return (
+                f"Lab resetting: {lab.starting_note or 'the brokers register'}; the page shows when it is up."
+            )
+
+        return Waiting(
+            ready=lambda: lab.state != "resetting",
+            result=result,
+            on_timeout=still,
+            deadline=time.monotonic() + RESET_WAIT_S,
+        )
 
     return run
 
