@@ -441,7 +441,9 @@ def test_a_lab_started_while_zookeeper_is_down_shows_starting_and_comes_up_when_
         assert status.note.startswith(f"ZooKeeper at {server.hosts} does not answer")  # type: ignore[attr-defined]
         # A call made meanwhile waits for the brokers, and the lab says it is starting.
         early = live.submit(lambda lab: sorted(lab.cluster.topics()))
-        assert live.state == "starting" and not live.ready.done() and not early.done()
+        assert live.state == "starting"
+        assert not live.ready.done()
+        assert not early.done()
         KillableZooKeeper(server, held).back()
         live.ready.result(90)
         assert live.state == "running", live.error
