@@ -25,7 +25,7 @@ from lab.engine.errors import (
     UnknownTopicOrPartition,
 )
 from lab.engine.ids import TopicPartition
-from lab.runtime.actions import Act, Waiting, acks_waiting, retrying
+from lab.runtime.actions import Act, Waiting, acks_waiting, group_retriable, retrying
 from lab.runtime.spec import TopicSpec
 
 if TYPE_CHECKING:
@@ -417,17 +417,18 @@ def reset_offsets(
             return f"Group {group}'s offsets of {topic} reset to {how}: {moved}."
 
         # As Kafka's tool does, wait for the coordinator (the lab's first group creates
-        # __consumer_offsets, and a new coordinator loads its groups first), between the driver's ticks.
+        # __consumer_offsets, and a new coordinator loads its groups first); the commit is a request
+        # in flight, answered between the driver's ticks, so it holds up no other call on the lab.
         return retrying(
-            lambda: cluster.reset_group_offsets(
+            lambda: cluster.begin_reset_group_offsets(
                 group,
                 topic,
                 to,  # type: ignore[arg-type]  # the engine takes {"timestamp": ms} too
                 partitions=None if partitions is None else list(partitions),
-                attempts=1,
             ),
             then=said,
             wait_s=COORDINATOR_WAIT_S,
+            retry=group_retriable,
         )
 
     return run

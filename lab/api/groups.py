@@ -43,12 +43,9 @@ async def get_group(request: HttpRequest, slug: str, group: str = GroupName) -> 
     return await driver.read(request, slug, lambda lab: _group(lab, group))
 
 
-@router.post(
-    "/labs/{slug}/groups/{group}/reset-offsets", response={200: ResetOut, **ERRORS}, summary="Reset offsets"
-)
-async def reset_offsets(request: HttpRequest, slug: str, body: ResetIn, group: str = GroupName) -> Any:
-    """``kafka-consumer-groups.sh --reset-offsets``: to the earliest or latest offset, an offset, or the first
-    offset at or after a time. Only for an inactive group: NON_EMPTY_GROUP while it has members."""
+def reset(lab: LiveLab, group: str, body: ResetIn) -> actions.Waiting:
+    """The reset, on the driver thread: the commit is a request in flight, answered between the driver's
+    ticks (retried while the group has no coordinator yet), so it holds up no other call on the lab."""
     to: str | int | dict[str, int] = (
         body.to
     )  # the schema pairs to=offset with offset, to=timestamp with timestamp
@@ -56,12 +53,18 @@ async def reset_offsets(request: HttpRequest, slug: str, body: ResetIn, group: s
         to = body.offset
     elif body.timestamp is not None:
         to = {"timestamp": body.timestamp}
+    partitions = None if body.partitions is None else sorted(set(body.partitions))
+    return actions.retrying(
+        lambda: lab.cluster.begin_reset_group_offsets(group, body.topic, to, partitions=partitions),  # type: ignore[arg-type]
+        then=lambda offsets: {"group": group, "offsets": offsets},
+        retry=actions.group_retriable,
+    )
 
-    def run(lab: LiveLab) -> Any:
-        partitions = None if body.partitions is None else sorted(set(body.partitions))
-        return actions.retrying(
-            lambda: lab.cluster.reset_group_offsets(group, body.topic, to, partitions=partitions, attempts=1),  # type: ignore[arg-type]
-            then=lambda offsets: {"group": group, "offsets": offsets},
-        )
 
-    return await driver.act(request, slug, run)
+@router.post(
+    "/labs/{slug}/groups/{group}/reset-offsets", response={200: ResetOut, **ERRORS}, summary="Reset offsets"
+)
+async def reset_offsets(request: HttpRequest, slug: str, body: ResetIn, group: str = GroupName) -> Any:
+    """``kafka-consumer-groups.sh --reset-offsets``: to the earliest or latest offset, an offset, or the first
+    offset at or after a time. Only for an inactive group: NON_EMPTY_GROUP while it has members."""
+    return await driver.act(request, slug, lambda lab: reset(lab, group, body))

@@ -5,7 +5,8 @@ group's committed offsets (``auto_offset_reset`` where there are none), reads be
 at each partition's leader, and commits the offsets after what it returned, with generation -1. Kafka
 accepts such a commit only while the group has no members, so a group that has live members (a
 simulated consumer, say) is refused with NON_EMPTY_GROUP, as Kafka's coordinator refuses it. Nothing
-is held between calls: each call reads, commits, and leaves.
+is held between calls: each call reads, commits, and leaves; the commit holds up no other call on the
+lab (the driver runs the lab until the coordinator answers).
 """
 
 from __future__ import annotations
@@ -228,17 +229,6 @@ def _bounds(lab: LiveLab, topic: str, partition: int) -> tuple[int, int, int]:
     return replica.log_start_offset, replica.high_watermark, replica.log_end_offset
 
 
-def _commit(lab: LiveLab, group: str, offsets: dict[tuple[str, int], int]) -> None:
-    cluster = lab.cluster
-    committer = cluster.consumer(group)
-    try:
-        committer.assign(list(offsets))
-        committer.commit(offsets)
-    finally:
-        committer.crash()  # it never joined: nothing to leave
-        cluster.clients.pop(committer.client_id, None)
-
-
 def consume_as_group(lab: LiveLab, topic: str, body: ConsumeIn) -> Any:
     cluster = lab.cluster
     count = cluster.partition_count(topic)
@@ -275,7 +265,13 @@ def consume_as_group(lab: LiveLab, topic: str, body: ConsumeIn) -> Any:
     }
     if not positions:
         return answer
-    return actions.retrying(lambda: _commit(lab, body.group, positions), then=lambda _: answer)
+    # The commit is a request in flight: the driver runs the lab (and everyone else's calls) until
+    # the coordinator answers, retrying as a client does while there is none yet.
+    return actions.retrying(
+        lambda: cluster.commit_group_offsets(body.group, positions),
+        then=lambda _: answer,
+        retry=actions.group_retriable,
+    )
 
 
 @router.post(

@@ -14,27 +14,22 @@ is then filled on its own lab's driver thread (``fill``), writing by producing i
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from lab.classroom.grading import client_specs
-from lab.engine.errors import (
-    CoordinatorLoadInProgress,
-    CoordinatorNotAvailable,
-    IllegalState,
-    KafkaError,
-    NotCoordinator,
-)
+from lab.engine.errors import IllegalState, KafkaError, KafkaTimeout
+from lab.runtime.actions import Waiting, group_retriable, retrying
 from lab.runtime.spec import ClientSpec, TopicSpec
 
 if TYPE_CHECKING:
     from lab.runtime.live import LiveLab
 
-COORDINATOR_RETRIES = 60  # times 500 ms: the group coordinator appears once __consumer_offsets has leaders
 MAX_RECORDS = 100_000  # a demo is a lesson, not a data set: beyond this, copying would stall the demo
 PAGE = 10_000  # records per browse
-FILL_TIMEOUT_MS = 120_000
+FILL_WAIT_S = 110.0  # wall time: the most a copy's filling waits for acknowledgements and commits
 
 COPIED = (
     "the brokers and their config; every topic with its partitions, replication factor and config; "
@@ -144,12 +139,13 @@ def read_state(lab: LiveLab) -> DemoState:
     )
 
 
-def fill(lab: LiveLab, state: DemoState) -> str:
+def fill(lab: LiveLab, state: DemoState) -> Waiting:
     """Write the demo's records and offsets into a new lab, then start its clients (driver thread).
 
     The lab was made with the demo's topics in its spec, so they exist; records go in with one
-    acks=all producer, partition by partition in offset order, and the engine runs until every one
-    is acknowledged.
+    acks=all producer, partition by partition in offset order; once every one is acknowledged the
+    groups' offsets are committed, then the clients start. Each stage is a request in flight the
+    driver waits for between its ticks, so filling a copy holds up nothing else on its lab.
     """
     cluster = lab.cluster
     missing = [t.name for t in state.topics if t.name not in cluster.topics()]
@@ -160,6 +156,7 @@ def fill(lab: LiveLab, state: DemoState) -> str:
                 partitions=spec.partitions,
                 replication_factor=min(spec.replication_factor, len(cluster.brokers)),
                 config=dict(spec.config),
+                wait=False,
             )
     producer = cluster.producer("all", client_id="demo-copy", max_in_flight_requests_per_connection=1)
     sent = []
@@ -168,35 +165,54 @@ def fill(lab: LiveLab, state: DemoState) -> str:
             sent.append(
                 producer.send(topic, rec.value, key=rec.key, partition=partition, timestamp=rec.timestamp)
             )
-    if sent:
-        cluster.run_until_true(lambda: all(f.done() for f in sent), FILL_TIMEOUT_MS)
-    failed = [f for f in sent if not f.done() or f.failed_with() is not None]
-    cluster.remove_client(producer.client_id)
-    if failed:
-        raise IllegalState(f"{len(failed)} of {len(sent)} record(s) could not be written to the copy")
-    for group, offsets in state.committed.items():
-        by_topic: dict[str, dict[int, int]] = {}
-        for (name, partition), offset in offsets.items():
-            by_topic.setdefault(name, {})[partition] = offset
-        for name, parts in by_topic.items():
-            for partition, offset in sorted(parts.items()):
-                commit_offset(lab, group, name, partition, offset)
-    for client in state.clients:
-        lab.add_client(client)
-    return f"{len(sent)} record(s) copied into {len(state.topics)} topic(s)."
+    commits: list[Waiting] = []
+    written: list[bool] = []  # [True] once every record is acknowledged and the commits are sent
+    said = f"{len(sent)} record(s) copied into {len(state.topics)} topic(s)."
+
+    def ready() -> bool:
+        if not written:
+            if not all(f.done() for f in sent):
+                return False
+            cluster.remove_client(producer.client_id)
+            failed = [f for f in sent if f.failed_with() is not None]
+            if failed:
+                raise IllegalState(f"{len(failed)} of {len(sent)} record(s) could not be written to the copy")
+            commits.extend(commit_offsets(lab, group, offsets) for group, offsets in state.committed.items())
+            written.append(True)
+        return all(c.ready() for c in commits)
+
+    def result() -> str:
+        for commit in commits:
+            commit.result()
+        for client in state.clients:
+            lab.add_client(client)
+        return said
+
+    def timed_out() -> str:
+        unanswered = sum(not f.done() for f in sent)
+        raise KafkaTimeout(
+            f"the copy is not filled after {FILL_WAIT_S:g} s: {unanswered} of {len(sent)} record(s) unacknowledged"
+            if unanswered
+            else f"the copy's group offsets were not committed within {FILL_WAIT_S:g} s"
+        )
+
+    return Waiting(ready=ready, result=result, on_timeout=timed_out, deadline=time.monotonic() + FILL_WAIT_S)
 
 
-def commit_offset(lab: LiveLab, group: str, topic: str, partition: int, offset: int) -> None:
-    """Commit a group's offset, retrying as a client does while the group's coordinator is not
-    there yet (the first group of a cluster makes ``__consumer_offsets``)."""
+def commit_offsets(lab: LiveLab, group: str, offsets: Mapping[tuple[str, int], int]) -> Waiting:
+    """Commit a group's offsets, retrying as a client does while the group's coordinator is not
+    there yet (the first group of a cluster makes ``__consumer_offsets``), between the driver's ticks."""
     cluster = lab.cluster
-    for _ in range(COORDINATOR_RETRIES):
-        try:
-            cluster.reset_group_offsets(group, topic, offset, partitions=[partition])
-            return
-        except (CoordinatorNotAvailable, NotCoordinator, CoordinatorLoadInProgress):
-            cluster.run_for(500, pace=False)
-    cluster.reset_group_offsets(group, topic, offset, partitions=[partition])
+    return retrying(
+        lambda: cluster.commit_group_offsets(group, offsets, client_id=f"copy-{group}"),
+        retry=group_retriable,
+        wait_s=FILL_WAIT_S,
+    )
+
+
+def commit_offset(lab: LiveLab, group: str, topic: str, partition: int, offset: int) -> Waiting:
+    """One partition's committed offset for a group (``commit_offsets``)."""
+    return commit_offsets(lab, group, {(topic, partition): offset})
 
 
 def summary(state: DemoState) -> dict[str, Any]:

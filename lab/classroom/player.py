@@ -160,8 +160,7 @@ class ScenarioPlayer:
         self.note = ""
         self.cancelled = False
         self._cancelled_at = None
-        self._ensure_run(lab.cluster)
-        self.view = self._make_view()
+        self.view = self._make_view()  # the run begins on the new cluster once it is up (``tick``)
         return "A fresh cluster: the scenario starts again from its first step."
 
     # ------------------------------------------------------------------ the hook

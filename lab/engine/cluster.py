@@ -205,6 +205,18 @@ class Cluster:
             broker.set_zookeeper_link(LinkState.CUT)
         return broker
 
+    def started(self) -> bool | str:
+        """True once the brokers have registered and elected a controller; why one refused to start
+        (a string), if one did; False while they are on their way (``create(wait=False)``)."""
+        return self._refusal() or self._is_settled()
+
+    def topic_usable(self, topic: str) -> bool:
+        """Every partition of ``topic`` has a leader, and every running broker can tell clients so."""
+        known = self._known()  # the controller's view: no ZooKeeper round trip
+        if known is None or topic not in known.topics:
+            return False
+        return self._usable([tp for tp in known.assignments if tp.topic == topic])
+
     def _is_settled(self) -> bool:
         running = [b for b in self.brokers.values() if b.alive]
         return all(b.state is BrokerState.RUNNING for b in running) and self.controller_id() is not None
@@ -899,10 +911,72 @@ class Cluster:
         """kafka-consumer-groups.sh --reset-offsets: to "earliest", "latest", an offset, or {"timestamp": ms}.
 
         While the group's coordinator is not available it tries ``attempts`` times, 200 ms apart, as
-        Kafka's tool does; a live lab's driver asks once and tries again on its next ticks instead.
+        Kafka's tool does, driving the clock meanwhile (scripts and tests). A live lab's driver uses
+        ``begin_reset_group_offsets`` instead and runs the lab while the answer comes.
 
         Only for an inactive group, as Kafka allows; returns the offsets committed, by "topic/partition".
         """
+        for attempt in range(attempts):
+            answer = self.begin_reset_group_offsets(group, topic, to, partitions=partitions)
+            self.wait_for(answer.done, 60_000, f"group {group}'s coordinator to answer")
+            try:
+                return answer.result()
+            except (errors.CoordinatorNotAvailable, errors.NotCoordinator, errors.CoordinatorLoadInProgress):
+                # A first group may find __consumer_offsets still being created: retry, as Kafka's tool does.
+                if attempt >= attempts - 1:
+                    raise
+                self.run_for(200)
+        raise IllegalArgument(f"attempts must be at least 1, not {attempts}")
+
+    def begin_reset_group_offsets(
+        self, group: str, topic: str, to: str | int, *, partitions: Sequence[int] | None = None
+    ) -> Pending[dict[str, int]]:
+        """The reset, without waiting: the offsets are chosen now (Kafka's errors for a bad request or an
+        active group are raised now), and the Pending holds them, by "topic/partition", once the
+        coordinator has committed them, or the coordinator's error (journalled once committed)."""
+        offsets = self._reset_targets(group, topic, to, partitions)
+        answer: Pending[dict[str, int]] = Pending()
+
+        def committed(done: Pending[None]) -> None:
+            error = done.failed_with()
+            if error is not None:
+                answer.fail(error)
+                return
+            self.journal.record(
+                "offsets_reset",
+                f"group {group}'s offsets of {topic} reset to {to}: "
+                + ", ".join(f"{tp} -> {o}" for tp, o in sorted(offsets.items())),
+                group=group,
+                topic=topic,
+            )
+            answer.resolve({tp.key: o for tp, o in sorted(offsets.items())})
+
+        wanted = {(tp.topic, tp.partition): o for tp, o in offsets.items()}
+        self.commit_group_offsets(group, wanted, client_id=f"reset-{group}").add_done_callback(committed)
+        return answer
+
+    def commit_group_offsets(
+        self, group: str, offsets: Mapping[tuple[str, int], int], *, client_id: str | None = None
+    ) -> Pending[None]:
+        """Commit ``offsets`` for ``group`` from outside it (generation -1, as Kafka's tools do), without
+        waiting: the Pending holds the coordinator's answer, or its error (REQUEST_TIMED_OUT after
+        request.timeout.ms of the lab's time while it does not answer). Kafka takes such a commit only
+        while the group has no members. The committing client is forgotten once answered."""
+        committer = self.consumer(group, client_id=f"{client_id or 'commit-' + group}-{self._client_seq + 1}")
+        committer.assign(list(offsets))
+        done = committer.commit(dict(offsets), asynchronous=True)
+
+        def forget(_: Pending[None]) -> None:
+            committer.crash()  # it never joined: nothing to leave
+            self.clients.pop(committer.client_id, None)
+
+        done.add_done_callback(forget)
+        return done
+
+    def _reset_targets(
+        self, group: str, topic: str, to: str | int, partitions: Sequence[int] | None
+    ) -> dict[TopicPartition, int]:
+        """Where a reset puts each partition, as Kafka's tool works it out; its errors for a bad request."""
         from lab.engine.groups import coordinator_of
 
         valid = to in ("earliest", "latest") or (isinstance(to, int) and not isinstance(to, bool) and to >= 0)
@@ -935,45 +1009,15 @@ class Cluster:
             elif isinstance(to, int) and not isinstance(to, bool):
                 # Kafka clamps an offset outside the log to its nearest end.
                 offsets[tp] = min(max(to, replica.log_start_offset), replica.high_watermark)
-            elif isinstance(to, dict) and isinstance(to.get("timestamp"), int):
+            else:
+                assert isinstance(to, dict)
                 found_offset = replica.log.offset_for_timestamp(to["timestamp"])
                 offsets[tp] = (
                     replica.high_watermark
                     if found_offset is None
                     else min(found_offset, replica.high_watermark)
                 )
-            else:
-                raise IllegalArgument(
-                    f"reset to 'earliest', 'latest', an offset or {{'timestamp': ms}}, not {to!r}"
-                )
-        committer = self.consumer(group, client_id=f"reset-{group}-{self._client_seq + 1}")
-        try:
-            committer.assign(list(offsets))
-            wanted = {(tp.topic, tp.partition): o for tp, o in offsets.items()}
-            # A first group may find __consumer_offsets still being created: retry, as Kafka's tool does.
-            for attempt in range(attempts):
-                try:
-                    committer.commit(wanted)
-                    break
-                except (
-                    errors.CoordinatorNotAvailable,
-                    errors.NotCoordinator,
-                    errors.CoordinatorLoadInProgress,
-                ):
-                    if attempt >= attempts - 1:
-                        raise
-                    self.run_for(200)
-        finally:
-            committer.crash()
-            self.clients.pop(committer.client_id, None)
-        self.journal.record(
-            "offsets_reset",
-            f"group {group}'s offsets of {topic} reset to {to}: "
-            + ", ".join(f"{tp} -> {o}" for tp, o in sorted(offsets.items())),
-            group=group,
-            topic=topic,
-        )
-        return {tp.key: o for tp, o in sorted(offsets.items())}
+        return offsets
 
     def snapshot(self) -> dict[str, Any]:
         from lab.engine.snapshot import take

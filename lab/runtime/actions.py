@@ -17,8 +17,20 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 from lab.engine import limits
 from lab.engine.cluster import Cluster, Isolation
 from lab.engine.config import TOPIC_KEYS
-from lab.engine.errors import IllegalArgument, IllegalState, KafkaError, KafkaTimeout, ZooKeeperNotAvailable
+from lab.engine.errors import (
+    CoordinatorLoadInProgress,
+    CoordinatorNotAvailable,
+    IllegalArgument,
+    IllegalState,
+    KafkaError,
+    KafkaTimeout,
+    LeaderNotAvailable,
+    NotCoordinator,
+    RequestTimedOut,
+    ZooKeeperNotAvailable,
+)
 from lab.engine.limits import Number, Text, Whole
+from lab.engine.tasks import Pending
 from lab.runtime.spec import ClientSpec, TopicSpec, check_rate
 from lab.visuals.clock import clock_label
 
@@ -31,6 +43,7 @@ T = TypeVar("T")
 PRODUCE_WAIT_S = 3.0
 RETRY_BACKOFF_S = 0.1  # Kafka's retry.backoff.ms
 RETRY_WAIT_S = 15.0
+RESET_WAIT_S = 20.0  # a reset answers when the lab is up, or says it is still starting
 
 
 @dataclass(slots=True, kw_only=True)
@@ -43,36 +56,86 @@ class Waiting:
     deadline: float  # time.monotonic()
 
 
+def group_retriable(error: KafkaError) -> bool:
+    """What a group's offset commit is retried for, as Kafka's consumer and tools do: the coordinator
+    not found, moved or loading (the lab's first group creates __consumer_offsets), a partition
+    between leaders, a request that timed out."""
+    return isinstance(
+        error,
+        (
+            CoordinatorNotAvailable,
+            NotCoordinator,
+            CoordinatorLoadInProgress,
+            LeaderNotAvailable,
+            RequestTimedOut,
+        ),
+    )
+
+
 def retrying(
-    fn: Callable[[], T], *, then: Callable[[T], Any] = lambda value: value, wait_s: float = RETRY_WAIT_S
+    fn: Callable[[], Any],
+    *,
+    then: Callable[[Any], Any] = lambda value: value,
+    wait_s: float = RETRY_WAIT_S,
+    retry: Callable[[KafkaError], bool] = lambda error: error.retriable,
 ) -> Waiting:
     """``fn()`` now and, while it fails with a retriable error (COORDINATOR_NOT_AVAILABLE while
     __consumer_offsets is being created, say), again on the driver's ticks every retry.backoff.ms, as
-    Kafka's clients retry; the driver runs the lab in between instead of waiting. Its answer is
-    ``then(value)``, or the last error. ZOOKEEPER_NOT_AVAILABLE is answered at once: it lasts."""
+    Kafka's clients retry; the driver runs the lab in between instead of waiting. ``fn`` may answer at
+    once or with a ``Pending`` (a request in flight, an offset commit, say): the driver runs the lab
+    until it is answered, and a retriable error it ends with is tried again the same way. The answer
+    is ``then(value)``, or the last error, or after ``wait_s`` a KAFKA_TIMEOUT saying what is still
+    unanswered. ``retry`` says which errors are tried again (``GROUP_RETRIABLE`` for a group's
+    commits: a typo's UNKNOWN_TOPIC_OR_PARTITION is answered at once). ZOOKEEPER_NOT_AVAILABLE is
+    answered at once: it lasts."""
     deadline = time.monotonic() + wait_s
     outcome: list[tuple[bool, Any]] = []  # [(True, value)] or [(False, error)] once settled
     last: list[KafkaError] = []
+    flight: list[Pending[Any]] = []  # the request fn() started, while it is unanswered
     next_try = [0.0]
+
+    def failed(error: BaseException) -> bool:
+        now = time.monotonic()
+        retriable = isinstance(error, KafkaError) and retry(error)
+        if retriable and not isinstance(error, ZooKeeperNotAvailable) and now < deadline:
+            last[:] = [error]  # type: ignore[list-item]
+            next_try[0] = now + RETRY_BACKOFF_S
+            return False
+        outcome.append((False, error))
+        return True
 
     def attempt() -> bool:
         if outcome:
             return True
-        now = time.monotonic()
-        if now < next_try[0]:
+        if flight:
+            request = flight[0]
+            if not request.done():
+                return False
+            flight.clear()
+            error = request.failed_with()
+            if error is not None:
+                return failed(error)
+            outcome.append((True, request.result()))
+            return True
+        if time.monotonic() < next_try[0]:
             return False
         try:
-            outcome.append((True, fn()))
+            value = fn()
         except KafkaError as error:
-            if error.retriable and not isinstance(error, ZooKeeperNotAvailable) and now < deadline:
-                last[:] = [error]
-                next_try[0] = now + RETRY_BACKOFF_S
-                return False
-            outcome.append((False, error))
+            return failed(error)
+        if isinstance(value, Pending):
+            flight.append(value)
+            return attempt()  # it may be answered already
+        outcome.append((True, value))
         return True
 
     def result() -> Any:
         if not outcome:
+            if flight:
+                raise KafkaTimeout(
+                    f"no answer within {wait_s:g} s: the request is still waiting in the lab "
+                    "(is the clock paused, or the broker that must answer paused or cut off?)"
+                )
             raise last[0] if last else KafkaTimeout(f"no answer within {wait_s:g} s")
         ok, value = outcome[0]
         if not ok:
@@ -406,9 +469,25 @@ def _clock_speed(p: Mapping[str, str]) -> Act:
 
 
 def _clock_reset(p: Mapping[str, str]) -> Act:
-    def run(lab: LiveLab) -> str:
+    def run(lab: LiveLab) -> Waiting:
         lab.reset_now()
-        return "Lab reset: a fresh cluster with fresh data."
+
+        def result() -> str:
+            if lab.state == "failed":
+                raise IllegalState(f"the lab did not start again: {lab.error}")
+            return "Lab reset: a fresh cluster with fresh data."
+
+        def still() -> str:
+            return (
+                f"Lab resetting: {lab.starting_note or 'the brokers register'}; the page shows when it is up."
+            )
+
+        return Waiting(
+            ready=lambda: lab.state != "resetting",
+            result=result,
+            on_timeout=still,
+            deadline=time.monotonic() + RESET_WAIT_S,
+        )
 
     return run
 

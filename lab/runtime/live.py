@@ -35,6 +35,7 @@ from lab.runtime.clock import LabClock
 from lab.runtime.listeners import Listeners
 from lab.runtime.registry import BrokerSummary, LabSummary, register_lab, unregister_lab, update_lab
 from lab.runtime.spec import ClientSpec, LabSpec
+from lab.runtime.starting import Startup
 from lab.visuals.charts import Sample
 from lab.visuals.clock import LabStatus
 from lab.visuals.frame import FrameInputs, build
@@ -121,6 +122,10 @@ class LiveLab:
         self.wire: WireServer | None = None
         self.listeners: Listeners | None = None
         self._waiting: list[tuple[actions.Waiting, Future[Any]]] = []
+        # While the cluster starts (``_starting``), commands wait here; what it waits for, for the page.
+        self._startup: Startup | None = None
+        self._deferred: list[tuple[actions.Act, Future[Any]]] = []
+        self.starting_note = ""
         self._stopping = False
         self._lock = threading.Lock()  # guards the published frame and the subscriber count
         self._frame = Frame(
@@ -310,7 +315,8 @@ class LiveLab:
         return f"{name} {'stopped' if op == 'stop' else 'crashed'}."
 
     def reset_now(self) -> None:
-        """Throw the cluster away with its data and znodes, and build it afresh (driver thread)."""
+        """Throw the cluster away with its data and znodes, and begin building it afresh (driver thread):
+        ``state`` is "resetting" until the brokers are up with the spec's topics; calls wait meanwhile."""
         outage = self._outage()
         if outage:
             raise ZooKeeperNotAvailable(
@@ -320,7 +326,7 @@ class LiveLab:
         self._close_listeners()
         self._close_cluster(delete=True)
         self._reset_state()
-        self._build()
+        self._build()  # the driver takes the start's steps from its next tick: the lab shows "resetting"
 
     # ------------------------------------------------------------------ extensions
 
@@ -366,8 +372,6 @@ class LiveLab:
             self._build()
         except Exception as error:  # the page shows why; a reset tries again
             self._failed(error)
-        if not self.ready.done():
-            self.ready.set_result(None)
         try:
             while True:
                 with self._cond:
@@ -383,11 +387,12 @@ class LiveLab:
                     self._posted.clear()
                 self.ticks += 1
                 self.zookeeper_outage = self._outage()
+                if self._startup is not None:
+                    self._starting()
                 if self._cluster is not None:
                     for job in posted:
                         self._run_posted(job)
-                for fn, future in work:
-                    self._execute(fn, future)
+                self._run_commands(work)
                 if self._cluster is not None and self.state == "running":
                     try:
                         self._advance()
@@ -398,20 +403,37 @@ class LiveLab:
                     except Exception as error:
                         log.exception("lab %s: the engine failed", self.slug)
                         self._failed(error)
+                else:
+                    self._settle_waiting()  # a reset's answer, or what waited on a cluster now gone
                 self._maybe_publish()
         finally:
+            if self._startup is not None:
+                self._startup.abandon()
+                self._startup = self._cluster = None
             self._close_listeners()
             self._say_goodbye()
             self._close_cluster(delete=False)
             for _, future in self._waiting:
                 future.set_exception(IllegalState(f"lab {self.slug} stopped"))
             with self._cond:
-                leftover = list(self._inbox)
+                leftover = [*self._deferred, *self._inbox]
+                self._deferred.clear()
                 self._inbox.clear()
             for _, future in leftover:
                 future.set_exception(IllegalState(f"lab {self.slug} stopped"))
             unregister_lab(self.slug)
             self.state = "stopped"
+
+    def _run_commands(self, work: list[tuple[actions.Act, Future[Any]]]) -> None:
+        """Run what callers submitted, in order; while the cluster starts (or a command reset it),
+        the rest waits for it to run, and the frames go on."""
+        queue = deque([*self._deferred, *work])
+        self._deferred.clear()
+        while queue and self._startup is None:
+            self._execute(*queue.popleft())
+        self._deferred.extend(queue)
+        if self._startup is None and not self.ready.done():
+            self.ready.set_result(None)
 
     def _run_posted(self, job: Callable[[], None]) -> None:
         try:
@@ -472,31 +494,55 @@ class LiveLab:
         self.error = str(error)
 
     def _build(self) -> None:
+        """Begin building the cluster; the driver takes the start's steps each tick (``_starting``)."""
         spec = self._spec
         data_dir = Path(spec.data_dir)
         data_dir.mkdir(parents=True, exist_ok=True)
-        cluster = Cluster.create(
+
+        def make() -> Cluster:
+            return Cluster.create(
+                brokers=spec.brokers,
+                seed=spec.seed,
+                config=dict(spec.config),
+                zookeeper=self.zookeeper,
+                data_dir=data_dir,
+                name=spec.slug,
+                chroot=spec.chroot,
+                epoch_ms=int(time.time() * 1000),  # virtual zero is now: znode timestamps read as wall time
+                wait=False,
+            )
+
+        self._startup = Startup(
+            make,
+            topics=spec.topics,
             brokers=spec.brokers,
-            seed=spec.seed,
-            config=dict(spec.config),
-            zookeeper=self.zookeeper,
-            data_dir=data_dir,
-            name=spec.slug,
-            chroot=spec.chroot,
-            epoch_ms=int(time.time() * 1000),  # virtual zero is now: znode timestamps read as wall time
+            tick_ms=int(self.tick_s * 1000),
+            hosts=self.zookeeper or "",
         )
-        self._cluster = cluster
-        cluster.after_step.append(self._stepped)
-        existing = set(cluster.topics())
-        for topic in spec.topics:
-            if topic.name not in existing:
-                cluster.create_topic(
-                    topic.name,
-                    partitions=topic.partitions,
-                    replication_factor=min(topic.replication_factor, spec.brokers),
-                    config=dict(topic.config),
-                )
-        for client in spec.clients:
+
+    def _starting(self) -> None:
+        """One step of the start (driver thread): frames go on meanwhile, and callers wait."""
+        startup = self._startup
+        assert startup is not None
+        try:
+            done = startup.step()
+        except Exception as error:  # the page shows why; a reset tries again (the cluster is closed)
+            self._startup = self._cluster = None
+            self.starting_note = ""
+            self._failed(error)
+            return
+        self.starting_note = startup.note
+        if startup.cluster is not None and self._cluster is None:
+            self._cluster = startup.cluster
+            self._cluster.after_step.append(self._stepped)
+        if done:
+            self._startup = None
+            self._started()
+
+    def _started(self) -> None:
+        cluster = self._cluster
+        assert cluster is not None
+        for client in self._spec.clients:
             try:
                 self.add_client(client, record=False)
             except KafkaError as error:
@@ -637,6 +683,7 @@ class LiveLab:
             error=self.error,
             fallback_reason=self.fallback_reason,
             zookeeper_outage=self.zookeeper_outage,
+            note=self.starting_note,
         )
 
     def _collect(self) -> FrameInputs:

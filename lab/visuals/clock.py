@@ -121,6 +121,7 @@ class LabStatus:
     error: str
     fallback_reason: str  # why the memory store is used, when it is
     zookeeper_outage: str = ""  # "ZooKeeper is not answering ..." while the lab cannot reach it
+    note: str = ""  # while starting or resetting: what the start waits for
 
     @property
     def memory(self) -> bool:

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from lab.adminpanel import ops
 from lab.labs import live_of
 from lab.models import Lab
 from lab.runtime.live import LiveLab
+from lab.runtime.spec import TopicSpec
 from tests.adminpanel.conftest import on_driver, produce
+from tests.walltime import advance, now_ms, pause_coordinator, still_lab, until_done
+from tests.walltime import produce as produce_for
 
 pytestmark = pytest.mark.django_db
 
@@ -48,3 +53,27 @@ def test_the_newest_matches_of_a_search_are_the_last_ones(lab: Lab) -> None:
     )
     assert [r["value"] for r in page.records] == ["hit-25", "hit-27", "hit-29"]
     assert (page.start, page.high_watermark, page.full) == (25, 30, False)
+
+
+def test_a_reset_its_coordinator_does_not_answer_holds_up_no_one_else(tmp_path: Path) -> None:
+    lab, wall = still_lab(
+        tmp_path, "panel-reset", topics=(TopicSpec(name="orders", partitions=1, replication_factor=3),)
+    )
+    try:
+        produce_for(lab, wall, "orders", 3)
+        until_done(lab, wall, lab.submit(ops.reset_offsets("audit", "orders", "latest", None)))
+        coordinator = pause_coordinator(lab, "audit")
+        before = now_ms(lab)
+        slow = lab.submit(ops.reset_offsets("audit", "orders", "earliest", None))
+        assert now_ms(lab) - before < 1000  # another call answered, and the clock did not leap
+        assert not slow.done()
+        advance(lab, wall, 1.0)
+        assert 1000 <= now_ms(lab) - before < 3000
+        assert not slow.done()
+        lab.submit(lambda lab: lab.cluster.resume_broker(coordinator)).result(10)
+        assert (
+            until_done(lab, wall, slow)
+            == "Group audit's offsets of orders reset to the earliest offset: orders-0 → 0."
+        )
+    finally:
+        lab.stop()

@@ -10,8 +10,9 @@ import pytest
 from lab.classroom.copying import DemoState, commit_offset, fill, read_state
 from lab.runtime.live import LiveLab
 from lab.runtime.spec import TopicSpec
-from tests.classroom.helpers import live_lab, on_driver
+from tests.classroom.helpers import FakeWall, live_lab, on_driver
 from tests.processes import wait_until
+from tests.walltime import now_ms, until_done
 
 
 @pytest.fixture
@@ -111,3 +112,20 @@ def test_broker_faults_are_not_copied(tmp_path: Path, labs: list[LiveLab]) -> No
     assert states == ["alive", "alive", "alive"]
     assert wait_until(lambda: len(on_driver(copy, _everything)["orders-0"]) == 4, 10)
     assert copy.spec.clients == ()  # the demo had no simulated client
+
+
+def test_filling_a_copy_holds_up_no_other_call_on_it(tmp_path: Path, labs: list[LiveLab]) -> None:
+    demo = _demo(tmp_path, labs)
+    state: DemoState = on_driver(demo, read_state)
+    wall = FakeWall()
+    copy = live_lab(
+        tmp_path, "copy", wall=wall, brokers=state.brokers, config=dict(state.config), topics=state.topics
+    )
+    labs.append(copy)
+    before = now_ms(copy)
+    filling = copy.submit(lambda lab: fill(lab, state))
+    # Meanwhile another call answers, and the copy's clock has not leapt on (its wall has not moved).
+    assert now_ms(copy) == before
+    assert not filling.done()
+    assert until_done(copy, wall, filling) == f"{state.record_count} record(s) copied into 2 topic(s)."
+    assert on_driver(copy, lambda lab: lab.cluster.groups()["billing"]["committed"])

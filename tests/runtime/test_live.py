@@ -27,7 +27,7 @@ from lab.runtime.spec import LabSpec, TopicSpec
 from lab.visuals.frame import plog_key
 from lab.zookeeper_server import ManagedZooKeeper
 from tests.processes import wait_until
-from tests.zkoutage import HeldRestart, kill
+from tests.zkoutage import HeldRestart, KillableZooKeeper, kill
 
 FAST = {"zookeeper.session.timeout.ms": "1500"}
 
@@ -420,6 +420,35 @@ def test_zookeeper_killed_the_lab_answers_at_once_and_resumes_when_it_is_back(tm
             ),
             30,
         )
+    finally:
+        live.stop()
+        server.stop()
+
+
+def test_a_lab_started_while_zookeeper_is_down_shows_starting_and_comes_up_when_it_is_back(
+    tmp_path: Path,
+) -> None:
+    held = HeldRestart()
+    server = ManagedZooKeeper(tmp_path / "zookeeper", restart_backoff_s=(0.5, 2.0), report=held)
+    server.start(timeout_s=60)
+    kill(server)  # its restart waits for held.release()
+    live = LiveLab(spec(tmp_path, "later"), zookeeper=server.hosts).start()
+    try:
+        # The driver is not held: it publishes what the start waits for, and tries again.
+        frame = live.wait_for_frame(lambda f: "tries again" in f.views["status"].note, 60)  # type: ignore[attr-defined]
+        status = frame.views["status"]
+        assert status.state == "starting"  # type: ignore[attr-defined]
+        assert status.note.startswith(f"ZooKeeper at {server.hosts} does not answer")  # type: ignore[attr-defined]
+        # A call made meanwhile waits for the brokers, and the lab says it is starting.
+        early = live.submit(lambda lab: sorted(lab.cluster.topics()))
+        assert live.state == "starting"
+        assert not live.ready.done()
+        assert not early.done()
+        KillableZooKeeper(server, held).back()
+        live.ready.result(90)
+        assert live.state == "running", live.error
+        assert early.result(30) == ["orders"]
+        assert live.wait_for_frame(lambda f: f.views["status"].state == "running", 10)  # type: ignore[attr-defined]
     finally:
         live.stop()
         server.stop()
