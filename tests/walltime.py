@@ -72,3 +72,15 @@ def pause_coordinator(lab: LiveLab, group: str) -> int:
         return found[0].id
 
     return int(lab.submit(pause).result(10))
+
+
+def pause_controller(lab: LiveLab) -> int:
+    """Pause the controller: it reads no change notification, elects no leader, until it is resumed."""
+
+    def pause(lab: LiveLab) -> int:
+        controller = lab.cluster.controller_id()
+        assert controller is not None, "the lab has no controller"
+        lab.cluster.pause_broker(controller)
+        return controller
+
+    return int(lab.submit(pause).result(10))

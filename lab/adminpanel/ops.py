@@ -25,7 +25,7 @@ from lab.engine.errors import (
     UnknownTopicOrPartition,
 )
 from lab.engine.ids import TopicPartition
-from lab.runtime.actions import Act, Waiting, acks_waiting, group_retriable, retrying
+from lab.runtime.actions import Act, Waiting, acks_waiting, config_change, group_retriable, retrying
 from lab.runtime.spec import TopicSpec
 
 if TYPE_CHECKING:
@@ -179,12 +179,20 @@ def add_partitions(topic: str, total: int) -> Act:
 
 
 def alter_config(topic: str, updates: Mapping[str, str], remove: Sequence[str]) -> Act:
-    def run(lab: LiveLab) -> str:
-        merged = lab.cluster.alter_topic_config(topic, dict(updates), remove=tuple(remove))
-        _remember(lab, topic, config=merged)
+    def run(lab: LiveLab) -> Waiting:
         parts = [f"{k}={v}" for k, v in sorted(updates.items())]
         parts += [f"{k} back to the default" for k in remove]
-        return f"Topic {topic} config: {', '.join(parts)}."
+
+        def said(merged: dict[str, str], taken_in: bool) -> str:
+            _remember(lab, topic, config=merged)
+            if taken_in:
+                return f"Topic {topic} config: {', '.join(parts)}."
+            return (
+                f"Topic {topic} config: {', '.join(parts)}, written to ZooKeeper; the brokers apply it when "
+                "the controller reads the change (is it paused?): the page shows it then."
+            )
+
+        return config_change(lab.cluster, topic, dict(updates), tuple(remove), then=said, wait_s=WAIT_S)
 
     return run
 

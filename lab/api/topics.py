@@ -30,6 +30,7 @@ from lab.api.schemas import (
 )
 from lab.engine.config import TOPIC_KEYS
 from lab.engine.errors import InvalidTopic, UnknownTopicOrPartition
+from lab.runtime import actions
 from lab.runtime.live import LiveLab
 from lab.runtime.spec import TopicSpec
 
@@ -59,9 +60,11 @@ def summaries(lab: LiveLab) -> list[dict[str, Any]]:
     return out
 
 
-def configs(lab: LiveLab, name: str) -> list[dict[str, Any]]:
+def configs(lab: LiveLab, name: str, *, overrides: dict[str, str] | None = None) -> list[dict[str, Any]]:
+    """Every config of topic ``name``: its ``overrides`` (default: as the controller reads them)."""
     cluster = lab.cluster
-    overrides = cluster.topic_config(name)
+    if overrides is None:
+        overrides = cluster.topic_config(name)
     return [
         {
             "name": key.name,
@@ -85,6 +88,18 @@ def describe(lab: LiveLab, name: str) -> dict[str, Any]:
         "reassigning": moving,
         "configs": configs(lab, name),
     }
+
+
+def alter_configs(lab: LiveLab, topic: str, body: ConfigPatchIn) -> actions.Waiting:
+    """The change, answered with every config once the controller has read it (or after ``SETTLE_S``)."""
+
+    def written(merged: dict[str, str], taken_in: bool) -> list[dict[str, Any]]:
+        _record(lab, topic, config=merged)
+        return configs(lab, topic, overrides=merged)
+
+    return actions.config_change(
+        lab.cluster, topic, dict(body.set), list(body.remove), then=written, wait_s=driver.SETTLE_S
+    )
 
 
 def _has_leaders(lab: LiveLab, name: str, partitions: range) -> bool:
@@ -183,14 +198,11 @@ async def get_configs(request: HttpRequest, slug: str, topic: str = TopicName) -
     "/labs/{slug}/topics/{topic}/configs", response={200: list[ConfigOut], **ERRORS}, summary="Change configs"
 )
 async def patch_configs(request: HttpRequest, slug: str, body: ConfigPatchIn, topic: str = TopicName) -> Any:
-    """Set overrides and drop others (``kafka-configs.sh --alter``); INVALID_CONFIG and nothing changed if one is bad."""
+    """Set overrides and drop others (``kafka-configs.sh --alter``); INVALID_CONFIG and nothing changed if one is bad.
+    Answers the configs as written to ZooKeeper, once the controller has read them (or after a few seconds:
+    as in Kafka, the brokers apply a change when they read its notification)."""
 
-    def run(lab: LiveLab) -> Any:
-        merged = lab.cluster.alter_topic_config(topic, dict(body.set), remove=list(body.remove))
-        _record(lab, topic, config=merged)
-        return configs(lab, topic)
-
-    return await driver.act(request, slug, run, save=True)
+    return await driver.act(request, slug, lambda lab: alter_configs(lab, topic, body), save=True)
 
 
 @router.post(

@@ -111,7 +111,7 @@ class TopicAdmin:
 
     def __init__(
         self,
-        session: Callable[[], ZkSession],
+        session: Callable[[], ZkSession | Pending[Any]],
         *,
         broker_ids: Sequence[BrokerId],
         new_topic_id: Callable[[], str],
@@ -122,21 +122,29 @@ class TopicAdmin:
         self._new_topic_id = new_topic_id
         self._journal = journal
 
+    async def _zk(self) -> ZkSession:
+        """The session to ask: at hand (a broker's), or on its way (the lab's admin client connecting)."""
+        session = self._session()
+        if isinstance(session, Pending):
+            found: ZkSession = await session
+            return found
+        return session
+
     async def live_brokers(self) -> list[BrokerId]:
-        children = await self._session().get_children(paths.BROKER_IDS)
+        children = await (await self._zk()).get_children(paths.BROKER_IDS)
         return sorted(int(c) for c in children if c.isdigit())
 
     async def topic_names(self) -> list[str]:
         """Every topic ZooKeeper lists (Kafka's getAllTopicsInCluster)."""
         try:
-            return sorted(await self._session().get_children(paths.BROKER_TOPICS))
+            return sorted(await (await self._zk()).get_children(paths.BROKER_TOPICS))
         except NoNode:
             return []
 
     async def assignment(self, topic: str) -> tuple[paths.TopicAssignment, int]:
         validate_topic_name(topic)  # a name ZooKeeper would refuse as a path is no topic either
         try:
-            raw, stat = await self._session().get(paths.topic_path(topic))
+            raw, stat = await (await self._zk()).get(paths.topic_path(topic))
         except NoNode:
             raise UnknownTopicOrPartition(f"Topic '{topic}' does not exist.") from None
         return paths.decode_topic_assignment(raw), stat.version
@@ -197,7 +205,7 @@ class TopicAdmin:
                     f"Replication factor: {replication_factor} larger than available brokers: {len(live)}."
                 )
             placement = place_replicas(live, partitions, replication_factor)
-        zk = self._session()
+        zk = await self._zk()
         if await zk.exists(paths.topic_path(name)) is not None:
             raise TopicAlreadyExists(f"Topic '{name}' already exists.")
         if await zk.exists(paths.delete_topic_path(name)) is not None:
@@ -225,7 +233,7 @@ class TopicAdmin:
     async def delete_topic(self, name: str) -> None:
         await self.assignment(name)
         with contextlib.suppress(NodeExists):
-            await self._session().create(paths.delete_topic_path(name))
+            await (await self._zk()).create(paths.delete_topic_path(name))
 
     async def create_partitions(
         self,
@@ -269,14 +277,14 @@ class TopicAdmin:
                 topic_id=current.topic_id,
             )
         )
-        await self._session().set(paths.topic_path(topic), data, version)
+        await (await self._zk()).set(paths.topic_path(topic), data, version)
         return sorted(added)
 
     async def topic_config(self, topic: str) -> dict[str, str]:
         """The topic's config overrides (what differs from the broker defaults)."""
         await self.assignment(topic)
         try:
-            raw, _ = await self._session().get(paths.topic_config_path(topic))
+            raw, _ = await (await self._zk()).get(paths.topic_config_path(topic))
         except NoNode:
             return {}
         return paths.decode_topic_config(raw)
@@ -297,7 +305,7 @@ class TopicAdmin:
         if unknown:
             raise errors.InvalidConfig(f"Unknown topic config name: {unknown[0]}")
         clean = validate_topic_config(updates)
-        zk = self._session()
+        zk = await self._zk()
         try:
             raw, stat = await zk.get(paths.topic_config_path(topic))
             current = paths.decode_topic_config(raw)
@@ -341,7 +349,7 @@ class TopicAdmin:
             unknown = [r for r in replicas if r not in self.broker_ids]
             if unknown:
                 raise InvalidReplicaAssignment(f"{topic}-{partition}: there is no broker {unknown}")
-        zk = self._session()
+        zk = await self._zk()
         if await zk.exists(paths.REASSIGN_PARTITIONS) is not None:
             raise errors.ReassignmentInProgress("a reassignment is already in progress")
         await zk.create(
@@ -350,17 +358,17 @@ class TopicAdmin:
 
     async def elect_preferred(self, partitions: Sequence[tuple[str, int]]) -> None:
         try:
-            await self._session().create(
+            await (await self._zk()).create(
                 paths.PREFERRED_REPLICA_ELECTION, paths.encode_preferred_replica_election(partitions)
             )
         except NodeExists:
             raise errors.InvalidRequest("a preferred leader election is already in progress") from None
 
     async def election_done(self) -> bool:
-        return await self._session().exists(paths.PREFERRED_REPLICA_ELECTION) is None
+        return await (await self._zk()).exists(paths.PREFERRED_REPLICA_ELECTION) is None
 
     async def exists(self, topic: str) -> bool:
-        return await self._session().exists(paths.topic_path(topic)) is not None
+        return await (await self._zk()).exists(paths.topic_path(topic)) is not None
 
 
 # ---------------------------------------------------------------------------- describing configs

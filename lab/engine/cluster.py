@@ -42,7 +42,6 @@ from lab.engine.metadata.store import (
     ConnectionLoss,
     LinkState,
     MetadataStore,
-    NoNode,
     Session,
     SessionState,
 )
@@ -119,6 +118,8 @@ class Cluster:
         self.after_step: list[Callable[[], None]] = []
         self.snapshot_hooks: list[Callable[[dict[str, Any]], None]] = []
         self._admin: Session | None = None
+        self._admin_opening: Pending[Session] | None = None
+        self._asked: list[Pending[Any]] = []  # questions to ZooKeeper in flight (``_asking``)
         self._closed = False
         self._outage: str | None = None
         self._out_since_ms: int | None = None
@@ -375,6 +376,9 @@ class Cluster:
     def _on_outage(self, outage: str | None) -> None:
         self._outage = outage
         if outage is not None:
+            asked, self._asked = self._asked, []
+            for answer in asked:
+                answer.fail(self._unreachable())
             self._out_since_ms = self.now_ms
             self.journal.record("zookeeper_unreachable", f"{outage}. {WHILE_OUT}")
             return
@@ -402,8 +406,9 @@ class Cluster:
 
     # ------------------------------------------------------------------ admin
 
-    def _admin_session(self) -> Session:
-        """The lab's own ZooKeeper client (as kafka-topics.sh has one): no ephemerals, no watches."""
+    def _admin_session(self) -> Pending[Session]:
+        """The lab's own ZooKeeper client (as kafka-topics.sh has one): no ephemerals, no watches. On its
+        way while it connects (a thread of the store's does that: a server slow to accept holds no one)."""
         if self.store.outage() is not None:
             raise self._unreachable()  # kazoo would queue the request until ZooKeeper is back
         admin = self._admin
@@ -411,12 +416,47 @@ class Cluster:
             # ZooKeeper answers the brokers, but this client is not back: a connection caught in the
             # server's restart can hang for a whole session timeout. Start afresh; it holds nothing.
             admin.abandon()
-            admin = None
-        if admin is None or admin.state in (SessionState.EXPIRED, SessionState.CLOSED):
-            admin = self._admin = self.store.open_session(
+            admin = self._admin = None
+        if admin is not None and admin.state not in (SessionState.EXPIRED, SessionState.CLOSED):
+            return Pending.resolved(admin)
+        opening = self._admin_opening
+        if opening is None:
+            opening = self._admin_opening = self.store.begin_session(
                 name="admin", timeout_ms=ADMIN_SESSION_MS, on_state=lambda s: None
             )
-        return admin
+            opening.add_done_callback(self._admin_opened)
+        return opening
+
+    def _admin_opened(self, opening: Pending[Session]) -> None:
+        if self._admin_opening is opening:
+            self._admin_opening = None
+        if opening.failed_with() is None:
+            if self._closed:
+                opening.result().close()
+            else:
+                self._admin = opening.result()
+
+    def _asking(self, question: Pending[T]) -> Pending[T]:
+        """A question to ZooKeeper, answered without waiting: its answer, or ZOOKEEPER_NOT_AVAILABLE when
+        ZooKeeper goes out before it answers (kazoo would hold the question until it is back)."""
+        if self.store.outage() is not None:
+            raise self._unreachable()
+        answer: Pending[T] = Pending()
+
+        def answered(done: Pending[T]) -> None:
+            error = done.failed_with()
+            if isinstance(error, ConnectionLoss):  # the connection went while the question was out
+                answer.fail(self._unreachable())
+            elif error is not None:
+                answer.fail(error)
+            else:
+                answer.resolve(done.result())
+            if answer in self._asked:
+                self._asked.remove(answer)
+
+        self._asked.append(answer)
+        question.add_done_callback(answered)
+        return answer
 
     def _run_admin(self, step: Coroutine[Any, Any, T], what: str = "an answer") -> T:
         """Run one of TopicAdmin's steps with the lab's admin session, and wait for it."""
@@ -445,12 +485,7 @@ class Cluster:
         known = self._known()
         if known is not None:
             return sorted(known.topics)
-        admin = self._admin_session()
-        try:
-            names: list[str] = self._ask(admin.get_children(paths.BROKER_TOPICS), what="the topic list")
-            return sorted(names)
-        except NoNode:
-            return []
+        return self._run_admin(self.topic_admin.topic_names(), "the topic list")
 
     def create_topic(
         self,
@@ -508,17 +543,29 @@ class Cluster:
         self, topic: str, updates: Mapping[str, object], *, remove: Sequence[str] = ()
     ) -> dict[str, str]:
         """Change a topic's config overrides; returns the overrides now in force."""
-        merged = self._run_admin(
-            self.topic_admin.alter_topic_config(topic, updates, remove=remove), "the config change"
-        )
+        merged = self._ask(self.begin_alter_topic_config(topic, updates, remove=remove), "the config change")
         if self._known() is not None:
             # Answer once the controller has taken the change in, so reading it back agrees.
             self.wait_for(
-                lambda: (k := self._known()) is None or k.topic_configs.get(topic) == merged,
+                lambda: self.config_taken_in(topic, merged),
                 10_000,
                 f"the controller to read {topic}'s new config",
             )
         return merged
+
+    def begin_alter_topic_config(
+        self, topic: str, updates: Mapping[str, object], *, remove: Sequence[str] = ()
+    ) -> Pending[dict[str, str]]:
+        """The change, without waiting: the Pending holds the overrides once they are written to ZooKeeper
+        (what Kafka's AlterConfigs answers on; the brokers apply them on the change notification), or
+        Kafka's error (INVALID_CONFIG: nothing written)."""
+        step = self.topic_admin.alter_topic_config(topic, updates, remove=remove)
+        return self._asking(Task.start(step, "the config change").outcome)
+
+    def config_taken_in(self, topic: str, overrides: Mapping[str, str]) -> bool:
+        """Whether the controller reads ``overrides`` as ``topic``'s (or no controller holds a view)."""
+        known = self._known()
+        return known is None or known.topic_configs.get(topic) == overrides
 
     def topic_config(self, topic: str) -> dict[str, str]:
         """The topic's config overrides (what differs from the broker defaults)."""
@@ -798,11 +845,17 @@ class Cluster:
 
     def zookeeper_tree(self, root: str = "/") -> list[dict[str, Any]]:
         """The znodes of this cluster's chroot, depth first: path, data (text), ephemeral owner, version."""
-        from lab.engine.metadata.tree import read_tree
-        from lab.engine.tasks import Task
+        return self._ask(self.begin_zookeeper_tree(root), what="the ZooKeeper tree")
 
-        task = Task.start(read_tree(self._admin_session(), root), "read the ZooKeeper tree")
-        nodes = self._ask(task.outcome, what="the ZooKeeper tree")
+    def begin_zookeeper_tree(self, root: str = "/") -> Pending[list[dict[str, Any]]]:
+        """``zookeeper_tree`` without waiting: the Pending holds the tree once ZooKeeper has answered every
+        read, or ZOOKEEPER_NOT_AVAILABLE if it goes out meanwhile (raised now if it is out)."""
+        return self._asking(Task.start(self._read_tree(root), "read the ZooKeeper tree").outcome)
+
+    async def _read_tree(self, root: str) -> list[dict[str, Any]]:
+        from lab.engine.metadata.tree import read_tree
+
+        nodes = await read_tree(await self._admin_session(), root)
         return [
             {
                 "path": n.path,
@@ -1052,6 +1105,7 @@ class Cluster:
                 broker.kill()
         if self._admin is not None:
             self._admin.close()
+        self._closed = True  # an admin session still connecting is closed when it arrives
         self.store.close()
         self._closed = True
         if delete_data if delete_data is not None else self._owns_data_dir:

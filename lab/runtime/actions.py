@@ -146,6 +146,42 @@ def retrying(
     return Waiting(ready=attempt, result=result, on_timeout=result, deadline=deadline + RETRY_BACKOFF_S)
 
 
+def config_change(
+    cluster: Cluster,
+    topic: str,
+    updates: Mapping[str, object],
+    remove: Sequence[str],
+    *,
+    then: Callable[[dict[str, str], bool], Any],
+    wait_s: float,
+) -> Waiting:
+    """A topic's config change as a request in flight: written to ZooKeeper (Kafka's INVALID_CONFIG at once,
+    nothing written), then answered ``then(overrides, taken_in)`` when the controller has read it, or after
+    ``wait_s`` with ``taken_in`` False: Kafka's AlterConfigs answers on the write, and the brokers apply the
+    change when they read its notification (a paused controller reads it when it is resumed)."""
+    written = cluster.begin_alter_topic_config(topic, updates, remove=remove)
+    deadline = time.monotonic() + wait_s
+
+    def ready() -> bool:
+        if not written.done():
+            return False
+        return written.failed_with() is not None or cluster.config_taken_in(topic, written.result())
+
+    def answer() -> Any:
+        merged = written.result()  # Kafka's error, if it was refused
+        return then(merged, cluster.config_taken_in(topic, merged))
+
+    def on_timeout() -> Any:
+        if not written.done():
+            raise KafkaTimeout(
+                f"ZooKeeper has not answered the config change of {topic} within {wait_s:g} s; "
+                "it may still be written: read the topic's configs again"
+            )
+        return answer()
+
+    return Waiting(ready=ready, result=answer, on_timeout=on_timeout, deadline=deadline)
+
+
 def _int(params: Mapping[str, str], key: str, limit: Whole, *, default: int | None = None) -> int:
     """The whole number ``params[key]``, within the lab's ``limit`` for it (named by the parameter)."""
     low, high = limit.low, limit.high

@@ -29,6 +29,7 @@ from typing import Any, Protocol
 from lab.engine.cluster import Cluster
 from lab.engine.errors import IllegalArgument, IllegalState, KafkaError, KafkaTimeout, ZooKeeperNotAvailable
 from lab.engine.events import Event
+from lab.engine.tasks import Pending
 from lab.runtime import actions
 from lab.runtime.broadcast import Broadcaster, broadcaster, group_name
 from lab.runtime.clock import LabClock
@@ -152,6 +153,7 @@ class LiveLab:
         self._tree_prev: list[dict[str, Any]] | None = None
         self._tree_error: str | None = None
         self._tree_at = -math.inf
+        self._tree_reading: Pending[list[dict[str, Any]]] | None = None  # a read in flight
         self._last_publish = 0.0
         self._first_step_at: float | None = None
         self._produced = 0
@@ -652,25 +654,39 @@ class LiveLab:
         cluster.run_until(target, pace=False)
 
     def _maybe_poll_tree(self) -> None:
+        """About once a second, ask for the ZooKeeper tree, and take it when it has arrived: a slow
+        ZooKeeper holds up the tree, never the driver (one read at a time)."""
+        cluster = self._cluster
+        assert cluster is not None
+        reading = self._tree_reading
+        if reading is not None:
+            if not reading.done() and self.clock.paused:
+                cluster.run_until(cluster.now_ms, pace=False)  # take what ZooKeeper sent; time stands
+            if reading.done():
+                self._tree_reading = None
+                self._take_tree(reading)
+            return
         if self.clock.paused and self._tree is not None:
             return
         if time.monotonic() - self._tree_at < self.tree_interval_s:
             return
-        cluster = self._cluster
-        assert cluster is not None
         self._tree_at = time.monotonic()
         try:
-            tree = cluster.zookeeper_tree()
+            self._tree_reading = cluster.begin_zookeeper_tree()
         except KafkaError as error:
             self._tree_error = f"the tree could not be read: {error}"
+
+    def _take_tree(self, reading: Pending[list[dict[str, Any]]]) -> None:
+        error = reading.failed_with()
+        if error is not None:
+            self._tree_error = f"the tree could not be read: {error}"
             return
+        tree = reading.result()
         self._tree_error = None
         if tree != self._tree:
             self._tree_prev, self._tree = self._tree, tree
         elif self._tree_prev != self._tree:
             self._tree_prev = self._tree  # a node stays "new" or "gone" for one poll only
-        if cluster.now_ms > self.clock.target():
-            self.clock.anchor(cluster.now_ms)
 
     # ------------------------------------------------------------------ frames
 

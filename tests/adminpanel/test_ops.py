@@ -7,12 +7,21 @@ from pathlib import Path
 import pytest
 
 from lab.adminpanel import ops
+from lab.engine.errors import InvalidConfig
 from lab.labs import live_of
 from lab.models import Lab
 from lab.runtime.live import LiveLab
 from lab.runtime.spec import TopicSpec
 from tests.adminpanel.conftest import on_driver, produce
-from tests.walltime import advance, now_ms, pause_coordinator, still_lab, until_done
+from tests.walltime import (
+    advance,
+    now_ms,
+    pause_controller,
+    pause_coordinator,
+    still_lab,
+    ticks_later,
+    until_done,
+)
 from tests.walltime import produce as produce_for
 
 pytestmark = pytest.mark.django_db
@@ -75,5 +84,57 @@ def test_a_reset_its_coordinator_does_not_answer_holds_up_no_one_else(tmp_path: 
             until_done(lab, wall, slow)
             == "Group audit's offsets of orders reset to the earliest offset: orders-0 → 0."
         )
+    finally:
+        lab.stop()
+
+
+def test_a_config_change_the_controller_does_not_read_holds_up_no_one_else(tmp_path: Path) -> None:
+    lab, wall = still_lab(
+        tmp_path,
+        "panel-config",
+        topics=(TopicSpec(name="orders", partitions=1, replication_factor=3),),
+        config={"zookeeper.session.timeout.ms": "6000"},
+    )
+    try:
+        controller = pause_controller(lab)
+        before = now_ms(lab)
+        slow = lab.submit(ops.alter_config("orders", {"retention.ms": "60000"}, ()))
+        assert now_ms(lab) - before < 1000  # another call answered, and the clock did not leap
+        assert not slow.done()
+        advance(lab, wall, 1.0)
+        assert 1000 <= now_ms(lab) - before < 3000
+        assert not slow.done()
+        lab.submit(lambda lab: lab.cluster.resume_broker(controller)).result(10)
+        assert until_done(lab, wall, slow) == "Topic orders config: retention.ms=60000."
+        assert lab.submit(lambda lab: lab.cluster.topic_config("orders")).result(10) == {
+            "retention.ms": "60000"
+        }
+    finally:
+        lab.stop()
+
+
+def test_a_config_change_is_answered_once_written_when_the_controller_stays_away(tmp_path: Path) -> None:
+    lab, wall = still_lab(
+        tmp_path,
+        "panel-config-away",
+        topics=(TopicSpec(name="orders", partitions=1, replication_factor=3),),
+        config={"zookeeper.session.timeout.ms": "30000"},
+    )
+    try:
+        pause_controller(lab)
+        asked = lab.submit(ops.alter_config("orders", {"retention.ms": "60000"}, ()))
+        ticks_later(lab)  # asked
+        advance(lab, wall, 0.5)  # ZooKeeper answers the write; the paused controller reads nothing
+        said = asked.result(30)
+        assert said == (
+            "Topic orders config: retention.ms=60000, written to ZooKeeper; the brokers apply it when the "
+            "controller reads the change (is it paused?): the page shows it then."
+        )
+        assert lab.spec.topics[0].config == {"retention.ms": "60000"}
+        refused = lab.submit(ops.alter_config("orders", {"retention.ms": "soon"}, ()))
+        ticks_later(lab)
+        advance(lab, wall, 0.5)
+        with pytest.raises(InvalidConfig):  # Kafka's error, and nothing written
+            refused.result(10)
     finally:
         lab.stop()

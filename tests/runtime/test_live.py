@@ -62,10 +62,11 @@ def wall() -> FakeWall:
 
 @pytest.fixture
 def lab(tmp_path: Path, wall: FakeWall) -> Iterator[LiveLab]:
-    # Reading the tree takes a few virtual ms on the memory store: read it once, before the test.
+    # Reading the tree takes a few of the lab's ms on the memory store: read it once, before the test.
     live = LiveLab(spec(tmp_path), zookeeper=None, wall=wall, tree_interval_s=3600).start()
     live.ready.result(30)
     assert live.state == "running", live.error
+    wall.now += 0.1
     live.wait_for_frame(lambda f: f.views["zookeeper"].count > 0)  # type: ignore[attr-defined]
     yield live
     live.stop()
@@ -452,3 +453,33 @@ def test_a_lab_started_while_zookeeper_is_down_shows_starting_and_comes_up_when_
     finally:
         live.stop()
         server.stop()
+
+
+def _paths(frame: object) -> set[str]:
+    return {z.path for z in frame.views["zookeeper"].nodes if not z.gone}  # type: ignore[attr-defined]
+
+
+def test_a_tree_read_zookeeper_is_slow_to_answer_holds_up_no_one_else(tmp_path: Path, wall: FakeWall) -> None:
+    from lab.engine.metadata.store import LinkState
+
+    live = LiveLab(spec(tmp_path, "slow-tree"), zookeeper=None, wall=wall, tree_interval_s=0.01).start()
+    try:
+        live.ready.result(30)
+        wall.now += 0.1  # reading the tree takes a few of the lab's milliseconds on the memory store
+        live.wait_for_frame(lambda f: "/brokers/ids/1" in _paths(f))
+        # The lab's admin client reaches ZooKeeper, but its answers are held: a slow, connected server.
+        live.submit(lambda lab: lab.cluster._admin.set_link(LinkState.HELD)).result(10)
+        before = now_ms(live)
+        ticks_later(live, 10)  # many a tree read was due meanwhile
+        assert now_ms(live) - before < 1000  # calls are answered, and the clock did not leap
+        live.submit(lambda lab: lab.cluster.kill_broker(1)).result(10)
+        for _ in range(8):  # its session expires: its registration goes from ZooKeeper
+            wall.now += 0.5
+            ticks_later(live)
+        assert 4000 <= now_ms(live) - before < 6000
+        assert "/brokers/ids/1" in _paths(live.frame)  # the page shows the tree it last read
+        live.submit(lambda lab: lab.cluster._admin.set_link(LinkState.OPEN)).result(10)
+        wall.now += 0.1
+        live.wait_for_frame(lambda f: "/brokers/ids/1" not in _paths(f) and "/brokers/ids/2" in _paths(f))
+    finally:
+        live.stop()

@@ -50,6 +50,7 @@ from lab.engine.metadata.store import (
     Op,
     OpResult,
     OutageListener,
+    Session,
     SessionExpired,
     SessionListener,
     SessionState,
@@ -265,6 +266,9 @@ class MemoryStore:
         self._sessions[session_id] = session
         session._send(_Delivery("state", lambda: session._notify(SessionState.CONNECTED)), 0)
         return session
+
+    def begin_session(self, *, name: str, timeout_ms: int, on_state: SessionListener) -> Pending[Session]:
+        return Pending.resolved(self.open_session(name=name, timeout_ms=timeout_ms, on_state=on_state))
 
     def drain(self) -> int:
         return 0

@@ -220,6 +220,12 @@ class MetadataStore(Protocol):
 
     def open_session(self, *, name: str, timeout_ms: int, on_state: SessionListener) -> Session: ...
 
+    def begin_session(self, *, name: str, timeout_ms: int, on_state: SessionListener) -> Pending[Session]:
+        """``open_session`` without waiting for the server to accept it: the ZooKeeper store connects on
+        a thread of its own and resolves the Pending on the engine's thread (at a drain), or fails it
+        with ``ConnectionLoss``; the memory store answers at once."""
+        ...
+
     def drain(self) -> int:
         """Run, on the engine's thread, what arrived from other threads; how many ran."""
 

@@ -66,6 +66,7 @@ from lab.engine.metadata.store import (
     Op,
     OpResult,
     OutageListener,
+    Session,
     SessionExpired,
     SessionListener,
     SessionState,
@@ -196,7 +197,32 @@ class ZooKeeperStore:
             raise IllegalState("the metadata store is closed")
         if isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int) or timeout_ms <= 0:
             raise IllegalArgument(f"session timeout_ms must be a positive integer, got {timeout_ms!r}")
-        session = ZooKeeperSession(self, name=name, timeout_ms=timeout_ms, on_state=on_state)
+        return self._keep(ZooKeeperSession(self, name=name, timeout_ms=timeout_ms, on_state=on_state))
+
+    def begin_session(self, *, name: str, timeout_ms: int, on_state: SessionListener) -> Pending[Session]:
+        """Connect a new session on a thread of its own: a server that is gone, or slow to accept,
+        holds that thread up to ``connect_timeout_s``, never the engine's."""
+        if self._closed:
+            raise IllegalState("the metadata store is closed")
+        opened: Pending[Session] = Pending()
+
+        def connect() -> None:
+            try:
+                session = ZooKeeperSession(self, name=name, timeout_ms=timeout_ms, on_state=on_state)
+            except ConnectionLoss as lost:
+                error = lost  # the name ``lost`` ends with the except clause
+                self._post(lambda: opened.fail(error))
+                return
+            if self._closed:  # closed while it connected: nobody will drain it
+                session._shutdown()
+                return
+            self._post(lambda: opened.resolve(self._keep(session)))
+
+        self._reap(connect, f"connect-{name}")
+        return opened
+
+    def _keep(self, session: ZooKeeperSession) -> ZooKeeperSession:
+        """A session just connected joins those the outage is read from (the engine's thread)."""
         self._sessions = [s for s in self._sessions if not s._over()]  # forget the ended ones
         self._sessions.append(session)
         self._recheck()
