@@ -17,7 +17,14 @@ from lab.wire import codec
 from lab.wire.codec import Request
 from lab.wire.connection import Connection
 from lab.wire.registry import serves
-from lab.wire.shape import field, make, millis
+from lab.wire.shape import (
+    CLUSTER_OPERATIONS,
+    TOPIC_OPERATIONS,
+    authorized_operations,
+    field,
+    make,
+    millis,
+)
 
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 
@@ -51,6 +58,9 @@ async def metadata(conn: Connection, request: Request) -> Any:
         for b in answer.brokers
         if b in advertised
     ]
+    topic_operations = authorized_operations(
+        field(body, "include_topic_authorized_operations", False), TOPIC_OPERATIONS
+    )
     topics = []
     for name, topic in answer.topics.items():
         partitions = [
@@ -72,7 +82,7 @@ async def metadata(conn: Connection, request: Request) -> Any:
                 "topic_id": conn.server.topic_id(name),
                 "is_internal": name in INTERNAL_TOPICS,
                 "partitions": partitions,
-                "topic_authorized_operations": -2147483648,
+                "topic_authorized_operations": topic_operations,
             }
         )
     return make(
@@ -83,7 +93,9 @@ async def metadata(conn: Connection, request: Request) -> Any:
             "cluster_id": conn.server.cluster_id,
             "controller_id": answer.controller_id,
             "topics": topics,
-            "cluster_authorized_operations": -2147483648,
+            "cluster_authorized_operations": authorized_operations(
+                field(body, "include_cluster_authorized_operations", False), CLUSTER_OPERATIONS
+            ),
         },
     )
 
