@@ -53,15 +53,13 @@ def decode_request(frame: bytes) -> Request:
     schema = load_request_schema(peeked.api_key, peeked.api_version)
     try:
         header, at = entity_reader(schema.__header_schema__)(frame, 0)
-        body, size = entity_reader(schema)(frame, at)
+        body, _ = entity_reader(schema)(frame, at)
     except Exception as error:  # kio's readers raise what the bytes make them raise
         raise MalformedRequest(
             f"{schema.__name__} v{peeked.api_version} could not be read: {type(error).__name__}: {error}"
         ) from None
-    if at + size != len(frame):
-        raise MalformedRequest(
-            f"{schema.__name__} v{peeked.api_version} left {len(frame) - at - size} bytes unread"
-        )
+    # Bytes left after the body are ignored, as Kafka ignores them (it never checks that a request
+    # was read to its end): librdkafka's all-topics Metadata v9+ leaves three.
     return Request(
         header=Header(
             api_key=peeked.api_key,

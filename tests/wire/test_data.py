@@ -113,6 +113,20 @@ def test_unknown_topic_is_unknown_topic_or_partition(cluster: Cluster) -> None:
     assert answer.topics[0].error_code == ErrorCode.unknown_topic_or_partition
 
 
+def test_librdkafkas_all_topics_metadata_with_trailing_bytes_is_answered_as_kafka_does(
+    cluster: Cluster,
+) -> None:
+    # librdkafka (confluent-kafka's admin list_topics, kcat -L) asks v12 for every topic with a
+    # 4-byte placeholder where the compact array count goes: Kafka reads a null array and ignores
+    # the 3 bytes its reading leaves, so the request is answered.
+    client = WireClient(cluster)
+    header = bytes.fromhex("0003000c00000063000772646b61666b6100")
+    client.send_raw(header + bytes.fromhex("00000000010000"))
+    answer = client.answer(METADATA, 12)
+    assert client.last_correlation == 0x63
+    assert [t.name for t in answer.topics] == ["orders"]
+
+
 def test_produce_acks_all_then_fetch_reads_the_records_back(cluster: Cluster) -> None:
     client = WireClient(cluster, leader(cluster))
     answer = client.ask(PRODUCE, 9, produce_body(0, [b"a", b"b", b"c"]))

@@ -249,7 +249,8 @@ def test_admin_client_creates_describes_alters_and_deletes(kafka_lab: ServedClus
         admin.alter_configs(
             [ConfigResource(ConfigResourceType.TOPIC, "payments", {"retention.ms": "120000"})]
         )
-        assert kafka_lab.cluster.topic_config("payments")["retention.ms"] == "120000"
+        [configs] = admin.describe_configs([resource])
+        assert {e[0]: e[1] for e in configs.resources[0][4]}["retention.ms"] == "120000"
 
         admin.create_partitions({"payments": NewPartitions(total_count=4)})
         assert kafka_lab.cluster.partition_count("payments") == 4
