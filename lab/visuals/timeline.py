@@ -57,6 +57,8 @@ TONES: Mapping[str, str] = {
     "member_fenced": "warn",
     "coordinator_unknown": "warn",
     "rebalance_started": "warn",
+    "client_disconnected": "warn",  # the lab dropped a real client: a broker died, a bad frame...
+    "client_errors": "warn",  # a real client got errors that make it back off
     "isr_expand": "good",
     "zookeeper_reachable": "good",
     "zk_reconnected": "good",

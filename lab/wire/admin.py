@@ -72,8 +72,6 @@ async def create_topics(conn: Connection, request: Request) -> Any:
     )
     results = []
     for name, r in answer.topics.items():
-        if r.error:
-            conn.note_error(r.error)
         results.append(
             {
                 "name": name,

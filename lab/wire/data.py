@@ -6,7 +6,7 @@ request (so the broker's gate, faults and purgatories apply), and answers in Kaf
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from lab.engine import protocol as p
@@ -103,6 +103,18 @@ async def metadata(conn: Connection, request: Request) -> Any:
 # ---------------------------------------------------------------------------- Produce
 
 
+def _by_topic_sum(counts: Mapping[TopicPartition, int]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for tp, n in counts.items():
+        out[tp.topic] = out.get(tp.topic, 0) + n
+    return out
+
+
+def _stored(answer: p.ProduceResponse, tp: TopicPartition) -> bool:
+    result = answer.partitions.get(tp)
+    return result is not None and not result.error
+
+
 def _record_count(batches: bytes) -> int:
     try:
         return sum(h.record_count for _, h in iter_headers(batches))
@@ -117,22 +129,24 @@ async def produce(conn: Connection, request: Request) -> Any:
     for topic in body.topic_data:
         for part in topic.partition_data:
             partitions[TopicPartition(topic.name, part.index)] = bytes(part.records or b"")
+    counts = {tp: _record_count(batches) for tp, batches in partitions.items()}
     engine_request = p.ProduceRequest(
         acks=body.acks,
         timeout_ms=millis(body.timeout),
         partitions=partitions,
-        records=sum(_record_count(b) for b in partitions.values()),
+        records=sum(counts.values()),
     )
-    conn.server.count_produced(conn, engine_request)
     if body.acks == 0:
         conn.send_oneway(engine_request)
+        conn.server.count_produced(conn, _by_topic_sum(counts))  # sent: nobody will know more
         return None
     # The broker answers by the produce's own timeout; the network's only if the broker is gone.
     answer: p.ProduceResponse = await conn.call(engine_request, timeout_ms=millis(body.timeout) + 30_000)
+    conn.server.count_produced(
+        conn, _by_topic_sum({tp: n for tp, n in counts.items() if _stored(answer, tp)})
+    )
     results = []
     for tp, result in answer.partitions.items():
-        if result.error:
-            conn.note_error(result.error)
         results.append(
             (
                 tp,
@@ -187,8 +201,6 @@ async def fetch(conn: Connection, request: Request) -> Any:
     )
     results = []
     for tp, data in answer.partitions.items():
-        if data.error:
-            conn.note_error(data.error)
         results.append(
             (
                 tp,
@@ -204,7 +216,9 @@ async def fetch(conn: Connection, request: Request) -> Any:
                 },
             )
         )
-    conn.server.count_fetched(conn, sum(d.record_count for d in answer.partitions.values()))
+    conn.server.count_fetched(
+        conn, _by_topic_sum({tp: d.record_count for tp, d in answer.partitions.items()})
+    )
     return make(
         _schema(request),
         {
