@@ -15,7 +15,8 @@ from lab.visuals.clock import clock_label, speed_label
 UNKNOWN = "unknown"  # ApiVersions before v3 carries no software name
 
 TIPS = {
-    "software": "The client's library and version, as it says in ApiVersions v3 (older clients do not say: unknown)",
+    "software": "The client's library and version, as it said in ApiVersions v3 on this connection or another "
+    "from the same host with the same client.id (older clients do not say: unknown)",
     "rate": "Requests per second over the last few seconds of wall time (clients send in wall time)",
     "in_flight": "Requests the broker has not answered yet (a paused broker holds them)",
     "last_error": "The last error the lab answered this connection with (Kafka's name) and the API that got it",

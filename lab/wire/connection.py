@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from lab.engine.cluster import Cluster
     from lab.wire.apis import Api
 
+SOFTWARE_KEPT = 1_000  # clients' software remembered by host and client.id
 SendFn = Callable[[bytes], None]
 CloseFn = Callable[[str], None]
 
@@ -137,6 +138,10 @@ class Connection:
         self._close(why)
 
     @property
+    def peer_host(self) -> str:
+        return self.peer.rsplit(":", 1)[0]
+
+    @property
     def label(self) -> str:
         """The client as people name it: its software and version, and its client.id."""
         return client_label(self.software, self.client_id)
@@ -208,6 +213,8 @@ class Connection:
             return None
         if request.header.client_id is not None:
             self.client_id = request.header.client_id
+        if not self.software[0]:
+            self.software = self.server.software_of(self)
         self.stats.requests += 1
         self.stats.by_api[api.name] = self.stats.by_api.get(api.name, 0) + 1
         self.stats.rate.add(self.server.clock())
@@ -264,6 +271,7 @@ class WireServer:
         # the lab's clock does); by default the engine's virtual time, so tests are deterministic.
         self.clock: Callable[[], float] = clock or (lambda: cluster.now_ms / 1000)
         self._activity: dict[tuple[str, str, str], Activity] = {}
+        self._software_seen: dict[tuple[str, str], tuple[str, str]] = {}  # (host, client.id) -> software
         self._summary: Timer | None = None
 
     @property
@@ -331,6 +339,18 @@ class WireServer:
         conn = Connection(self, conn_id=self._next_id, broker_id=broker_id, peer=peer, send=send, close=close)
         self.connections[conn.id] = conn
         return conn
+
+    def remember_software(self, conn: Connection) -> None:
+        """What a connection's ApiVersions v3 said, for the same client's other connections."""
+        seen = self._software_seen
+        seen[(conn.peer_host, conn.client_id or "")] = conn.software
+        while len(seen) > SOFTWARE_KEPT:
+            del seen[next(iter(seen))]
+
+    def software_of(self, conn: Connection) -> tuple[str, str]:
+        """A client says its software once: kafka-python, having asked ApiVersions on its bootstrap
+        connection, opens the others without asking. Its client.id from the same host tells."""
+        return self._software_seen.get((conn.peer_host, conn.client_id or ""), ("", ""))
 
     def forget(self, conn: Connection) -> None:
         self.connections.pop(conn.id, None)

@@ -51,7 +51,11 @@ async def metadata(conn: Connection, request: Request) -> Any:
         names: tuple[str, ...] | None = None  # every topic
     else:
         names = tuple(t.name for t in asked if t.name is not None)
-    answer: p.MetadataResponse = await conn.call(p.MetadataRequest(topics=names))
+    # Before v4 a request cannot say; Kafka takes it as allowed.
+    allow = bool(field(body, "allow_auto_topic_creation", True))
+    answer: p.MetadataResponse = await conn.call(
+        p.MetadataRequest(topics=names, allow_auto_topic_creation=allow and names is not None)
+    )
     advertised = conn.server.advertised
     brokers = [
         {"node_id": b, "host": advertised[b][0], "port": advertised[b][1], "rack": None}

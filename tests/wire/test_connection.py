@@ -302,3 +302,20 @@ def test_what_a_client_does_is_summed_up_never_a_line_per_request(cluster: Clust
         producer.ask(METADATA, 9, metadata_body())
     cluster.run_for(6_000)
     assert len([k for k, _ in client_events(cluster) if k in ("client_activity", "client_errors")]) == 1
+
+
+def test_a_clients_other_connections_take_the_software_it_said_once(cluster: Cluster) -> None:
+    # kafka-python asks ApiVersions on its bootstrap connection only.
+    bootstrap = WireClient(cluster, 1)
+    hello(bootstrap)
+    other = WireClient(cluster, 2)
+    other.ask(METADATA, 9, metadata_body())
+    stranger = WireClient(cluster, 2)
+    stranger.send(METADATA, 9, metadata_body(), client_id="someone-else")
+    stranger.answer(METADATA, 9)
+    rows = {r["id"]: r for r in bootstrap.server.snapshot()}
+    assert (rows[other.conn.id]["software_name"], rows[other.conn.id]["software_version"]) == (
+        "kafka-python",
+        "2.3.3",
+    )
+    assert rows[stranger.conn.id]["software_name"] == ""
