@@ -299,3 +299,44 @@ def test_admin_client_lists_describes_and_deletes_groups(kafka_lab: ServedCluste
         assert ("audit", "consumer") not in admin.list_consumer_groups()
     finally:
         admin.close()
+
+
+def test_a_real_consumers_group_is_in_the_labs_groups_view(kafka_lab: ServedCluster) -> None:
+    producer = KafkaProducer(bootstrap_servers=kafka_lab.bootstrap_servers, acks="all")
+    for i in range(30):
+        producer.send("orders", key=b"k%d" % i, value=b"v%d" % i)
+    producer.flush()
+    producer.close()
+    consumer = KafkaConsumer(
+        "orders",
+        bootstrap_servers=kafka_lab.bootstrap_servers,
+        group_id="billing",
+        client_id="invoicer",
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+    )
+    try:
+        read = 0
+        deadline = time.monotonic() + 60
+        while read < 10 and time.monotonic() < deadline:
+            read += sum(len(r) for r in consumer.poll(timeout_ms=500).values())
+        consumer.commit()
+
+        def group() -> object:
+            views = kafka_lab.lab.frame.views["groups"].groups  # type: ignore[attr-defined]
+            return next((g for g in views if g.group_id == "billing"), None)
+
+        def committed() -> bool:
+            g = group()
+            return g is not None and sum(o.committed or 0 for o in g.partitions) == read  # type: ignore[attr-defined]
+
+        assert wait_until(committed, 15)
+        g = group()
+        [member] = g.members  # type: ignore[attr-defined]
+        assert (member.client_id, member.host, member.leader) == ("invoicer", "127.0.0.1", True)
+        assert member.partitions == ("orders-0", "orders-1", "orders-2")
+        assert g.state == "Stable"  # type: ignore[attr-defined]
+        assert g.total_lag == 30 - read  # type: ignore[attr-defined]
+        assert {o.owner for o in g.partitions} == {"invoicer"}  # type: ignore[attr-defined]
+    finally:
+        consumer.close()
