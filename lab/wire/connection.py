@@ -84,10 +84,16 @@ class Connection:
         """The client went away: forget it and whatever it still waited for."""
         if self.closed:
             return
-        if self.announced:
+        if self.announced or self.in_flight:
+            waiting = (
+                f" with {self.in_flight} request{'s' if self.in_flight != 1 else ''} unanswered (a client "
+                "gives up on a broker that does not answer within its request.timeout.ms, in wall time)"
+                if self.in_flight
+                else ""
+            )
             self.cluster.journal.record(
-                "client_closed",
-                f"{self.describe()} closed its connection to broker {self.broker_id}",
+                "client_closed_waiting" if self.in_flight else "client_closed",
+                f"{self.describe()} closed its connection to broker {self.broker_id}{waiting}",
                 broker=self.broker_id,
             )
         self._forget()

@@ -319,3 +319,20 @@ def test_a_clients_other_connections_take_the_software_it_said_once(cluster: Clu
         "2.3.3",
     )
     assert rows[stranger.conn.id]["software_name"] == ""
+
+
+def test_a_client_that_gives_up_on_a_paused_broker_is_named_with_what_it_waited_for(cluster: Cluster) -> None:
+    lead = leader(cluster)
+    client = WireClient(cluster, lead)
+    hello(client)
+    cluster.pause_broker(lead)
+    client.send(METADATA, 9, metadata_body())
+    client.send(METADATA, 9, metadata_body())
+    cluster.run_for(1_000)
+    client.conn.disconnected()  # its request.timeout.ms ran out
+    assert client_events(cluster)[-1] == (
+        "client_closed_waiting",
+        f"kafka-python 2.3.3 (client.id test) at 127.0.0.1:50000 closed its connection to broker {lead} with 2 "
+        "requests unanswered (a client gives up on a broker that does not answer within its "
+        "request.timeout.ms, in wall time)",
+    )
