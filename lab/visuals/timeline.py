@@ -58,7 +58,7 @@ TONES: Mapping[str, str] = {
     "coordinator_unknown": "warn",
     "rebalance_started": "warn",
     "client_disconnected": "warn",  # the lab dropped a real client: a broker died, a bad frame...
-    "client_closed_waiting": "warn",  # a real client gave up on a broker that did not answer
+    "client_gave_up": "warn",  # a real client gave up on a broker that did not answer
     "client_errors": "warn",  # a real client got errors that make it back off
     "isr_expand": "good",
     "zookeeper_reachable": "good",

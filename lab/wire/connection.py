@@ -92,7 +92,7 @@ class Connection:
                 else ""
             )
             self.cluster.journal.record(
-                "client_closed_waiting" if self.in_flight else "client_closed",
+                "client_gave_up" if self.in_flight else "client_closed",
                 f"{self.describe()} closed its connection to broker {self.broker_id}{waiting}",
                 broker=self.broker_id,
             )

@@ -331,7 +331,7 @@ def test_a_client_that_gives_up_on_a_paused_broker_is_named_with_what_it_waited_
     cluster.run_for(1_000)
     client.conn.disconnected()  # its request.timeout.ms ran out
     assert client_events(cluster)[-1] == (
-        "client_closed_waiting",
+        "client_gave_up",
         f"kafka-python 2.3.3 (client.id test) at 127.0.0.1:50000 closed its connection to broker {lead} with 2 "
         "requests unanswered (a client gives up on a broker that does not answer within its "
         "request.timeout.ms, in wall time)",
