@@ -338,7 +338,7 @@ async def list_partition_reassignments(conn: Connection, request: Request) -> An
     )
 
 
-@serves(35, "DescribeLogDirs", 1, 4)
+@serves(35, "DescribeLogDirs", 0, 4)  # v0 read as v1 (codec.SAME_AS)
 async def describe_log_dirs(conn: Connection, request: Request) -> Any:
     body = request.body
     asked = (

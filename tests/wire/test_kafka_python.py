@@ -252,6 +252,10 @@ def test_admin_client_creates_describes_alters_and_deletes(kafka_lab: ServedClus
         [configs] = admin.describe_configs([resource])
         assert {e[0]: e[1] for e in configs.resources[0][4]}["retention.ms"] == "120000"
 
+        [(error, _dir, topics)] = admin.describe_log_dirs().log_dirs  # DescribeLogDirs v0
+        assert error == 0
+        assert "payments" in {name for name, _ in topics}
+
         admin.create_partitions({"payments": NewPartitions(total_count=4)})
         assert kafka_lab.cluster.partition_count("payments") == 4
 
