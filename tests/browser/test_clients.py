@@ -115,3 +115,44 @@ def test_connected_clients_are_listed_and_fit_the_screen(
     assert page.evaluate(OVERFLOWING, "#view-clients") == []
     assert int(page.evaluate("document.scrollingElement.scrollWidth")) <= VIEWPORTS[name][0]
     page.screenshot(path=artifacts / f"clients-{name}.png", full_page=True)
+
+
+def test_the_timelines_real_clients_filter_shows_what_they_did(
+    page: Page, served: ServedCluster, artifacts: Path
+) -> None:
+    producer = KafkaProducer(bootstrap_servers=served.bootstrap_servers, client_id="checkout", acks="all")
+    for i in range(50):
+        producer.send("payments", value=b"p-%d" % i)  # created by asking for its metadata
+    producer.flush(30)
+    producer.close()
+
+    def summed_up() -> bool:
+        events = served.lab.frame.views["timeline"].events  # type: ignore[attr-defined]
+        return any(e.kind in ("client_activity", "client_errors") for e in events)
+
+    # The producer's summary comes 5 s of virtual time after its first record, then a frame shows it.
+    assert wait_until(summed_up, 15)
+    renderer = TemplateRenderer("cluster")
+    views = served.lab.frame.views
+    script = (REPO / "lab" / "static" / "lab.js").read_text()
+    page.set_content(
+        f"<!doctype html><html><head><style>{STYLESHEET}</style></head><body>"
+        f"<div class='lab' data-lab='cluster'>{renderer.fragment('timeline-filters', views)}"
+        f"{renderer.fragment('timeline', views)}</div><script>{script}</script></body></html>"
+    )
+    page.get_by_role("button", name="Real clients").click()
+    shown = page.locator("#timeline .ev:visible")
+    expect(shown.first).to_be_visible()
+    kinds = shown.evaluate_all("rows => rows.map(r => r.dataset.kind)")
+    assert set(kinds) <= {
+        "client_connected",
+        "client_closed",
+        "client_activity",
+        "client_errors",
+        "topic_auto_created",
+    }
+    assert {"client_connected", "topic_auto_created"} <= set(kinds)
+    # Its first Metadata answers were LEADER_NOT_AVAILABLE (the topic had no leader yet): named too.
+    expect(shown.filter(has_text="(client.id checkout) produced 50 records to payments")).to_have_count(1)
+    expect(page.locator("#timeline .ev[data-kind='broker_registered']").first).to_be_hidden()
+    page.screenshot(path=artifacts / "clients-timeline.png", full_page=True)
