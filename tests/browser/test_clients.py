@@ -98,7 +98,10 @@ def test_connected_clients_are_listed_and_fit_the_screen(
         consumer.close()
     page.set_content(
         f"<!doctype html><html><head><meta name=viewport content='width=device-width'><style>{STYLESHEET}</style></head>"
-        f"<body><main class='wide'><section class='panel' id='view-clients'>{fragment}</section></main></body></html>"
+        f"<body><main class='wide'><div class='lab'><div class='board'><div class='col-main'>"
+        f"<section class='panel' id='view-clients'>{fragment}</section></div>"
+        "<div class='col-side'><section class='panel'>the timeline's column</section></div></div></div>"
+        "</main></body></html>"
     )
     table = page.locator("#wire-clients")
     rows = table.locator("tr.wire-client")
@@ -114,6 +117,10 @@ def test_connected_clients_are_listed_and_fit_the_screen(
     page.screenshot(path=artifacts / f"clients-{name}.png", full_page=True)
     assert page.evaluate(OVERFLOWING, "#view-clients") == []
     assert int(page.evaluate("document.scrollingElement.scrollWidth")) <= VIEWPORTS[name][0]
+    if name == "laptop":  # beside the timeline's column, the table still fits its panel: no scrolling
+        assert page.evaluate(
+            "(el => el.scrollWidth <= el.clientWidth)(document.getElementById('wire-clients'))"
+        )
     page.screenshot(path=artifacts / f"clients-{name}.png", full_page=True)
 
 
