@@ -322,4 +322,7 @@ def test_auto_creation_answers_kafkas_error_when_the_topic_cannot_be_made() -> N
         assert topic.error_code == ErrorCode.invalid_replication_factor
         [topic] = ask_metadata(cluster, "bad name!").topics
         assert topic.error_code == ErrorCode.invalid_topic_exception
+        # The group coordinator makes __consumer_offsets on a group's first use, not a metadata request.
+        [topic] = ask_metadata(cluster, "__consumer_offsets").topics
+        assert topic.error_code == ErrorCode.unknown_topic_or_partition
         assert not {"payments", "bad name!"} & set(cluster.topics())
