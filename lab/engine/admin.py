@@ -485,6 +485,41 @@ class AdminManager:
         cache = self.broker.metadata
         return all(tp in cache.partitions and cache.partitions[tp].leader >= 0 for tp in tps)
 
+    # Auto-creation (any broker's, on a client's Metadata request)
+
+    async def auto_create(self, names: Sequence[str]) -> dict[str, str]:
+        """Each topic written as Kafka's ZooKeeper-mode broker writes it (num.partitions,
+        default.replication.factor): LEADER_NOT_AVAILABLE once written or if another request
+        wrote it first, else the error that stopped it (INVALID_REPLICATION_FACTOR, ...)."""
+        self._known_brokers()
+        config = self.broker.config
+        partitions = config.int("num.partitions")
+        rf = config.int("default.replication.factor")
+        out: dict[str, str] = {}
+        for name in names:
+            if name in INTERNAL_TOPICS:
+                # Kafka would make it here; the lab's coordinators make theirs on a group's first use.
+                out[name] = errors.UnknownTopicOrPartition.name
+                continue
+            try:
+                await self.admin.create_topic(name, partitions, rf)
+            except errors.TopicAlreadyExists:
+                out[name] = errors.LeaderNotAvailable.name
+                continue
+            except KafkaError as error:
+                out[name] = error.name
+                continue
+            out[name] = errors.LeaderNotAvailable.name
+            self.broker.ctx.journal.record(
+                "topic_auto_created",
+                f"broker {self.broker.id} created topic {name} because a client asked for its metadata "
+                f"(auto.create.topics.enable=true): {partitions} partition{'s' if partitions != 1 else ''} "
+                f"(num.partitions={partitions}), replication factor {rf} (default.replication.factor={rf})",
+                topic=name,
+                broker=self.broker.id,
+            )
+        return out
+
     # CreateTopics, DeleteTopics, CreatePartitions (the controller's)
 
     async def _create_topics(self, req: p.CreateTopicsRequest) -> p.CreateTopicsResponse:

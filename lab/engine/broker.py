@@ -921,7 +921,20 @@ class Broker:
 
     def _on_metadata(self, env: Envelope) -> None:
         req: MetadataRequest = env.body
-        self.endpoint.respond(env, self.metadata.describe(req.topics))
+        answer = self.metadata.describe(req.topics)
+        missing = [n for n, t in answer.topics.items() if t.error == UnknownTopicOrPartition.name]
+        if not missing:
+            self.endpoint.respond(env, answer)
+        elif req.allow_auto_topic_creation and self.config.bool("auto.create.topics.enable"):
+            self.spawn(self._auto_create(env, answer, missing), "auto-create topics")
+        else:
+            self.endpoint.respond(env, _with_errors(answer, {n: _unknown_or_invalid(n) for n in missing}))
+
+    async def _auto_create(self, env: Envelope, answer: MetadataResponse, missing: list[str]) -> None:
+        """Kafka's auto-creation in ZooKeeper mode: the topics are written at once, and the client is
+        told LEADER_NOT_AVAILABLE (it asks again until the controller has elected their leaders)."""
+        created = await self.admin.auto_create(missing)
+        self.endpoint.respond(env, _with_errors(answer, created))
 
     # ------------------------------------------------------------------ controller requests
 
@@ -1353,6 +1366,24 @@ class Broker:
         }
 
     _handlers: dict[type, Callable[[Broker, Envelope], None]] = {}
+
+
+def _with_errors(answer: MetadataResponse, errors_by_topic: Mapping[str, str]) -> MetadataResponse:
+    topics = dict(answer.topics)
+    for name, error in errors_by_topic.items():
+        topics[name] = TopicMetadata(name=name, error=error)
+    return replace(answer, topics=topics)
+
+
+def _unknown_or_invalid(name: str) -> str:
+    """Kafka answers a name no topic could have with INVALID_TOPIC_EXCEPTION, not as unknown."""
+    from lab.engine.limits import validate_topic_name
+
+    try:
+        validate_topic_name(name)
+    except KafkaError as error:
+        return error.name
+    return UnknownTopicOrPartition.name
 
 
 def _retention_reasons(stats: RetentionStats, log: PartitionLog) -> str:

@@ -1189,6 +1189,7 @@ class GroupCoordinator:
                     "member_id": m.member_id,
                     "client_id": m.client_id,
                     "instance_id": m.group_instance_id,
+                    "client_host": m.client_host,  # a real client's address; the lab's own: ""
                     "assignment": [[tp.topic, tp.partition] for tp in decode_assignment(m.assignment)],
                 }
                 for m in group.members.values()

@@ -146,6 +146,9 @@ class TopicMetadata:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class MetadataRequest:
     topics: tuple[str, ...] | None  # None: every topic
+    # Create the unknown topics asked for, if the broker's auto.create.topics.enable allows
+    # (a real client's request says; the engine's own clients never ask).
+    allow_auto_topic_creation: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -242,8 +242,11 @@ class Listeners:
         self._listeners = {b: BrokerListener(lab, b, bind_host, port) for b, port in self.ports.items()}
         self._wanted: dict[int, bool] = {}
 
-    def sync(self, wire: WireServer, running: Mapping[int, bool]) -> None:
-        """Open the listeners of brokers that run (or are paused), close the others'."""
+    def sync(
+        self, wire: WireServer, running: Mapping[int, bool], why: Mapping[int, str] | None = None
+    ) -> None:
+        """Open the listeners of brokers that run (or are paused), close the others' (``why``: for the
+        timeline, by broker)."""
         for broker_id, listener in self._listeners.items():
             want = running.get(broker_id, False)
             if self._wanted.get(broker_id) == want:
@@ -254,7 +257,9 @@ class Listeners:
                 wire_loop.run(listener.open())
             else:
                 wire.advertised.pop(broker_id, None)
-                wire.drop_broker(broker_id, f"broker {broker_id} is not running")
+                wire.drop_broker(
+                    broker_id, (why or {}).get(broker_id) or f"broker {broker_id} is not running"
+                )
                 wire_loop.run(listener.close())
 
     def states(self) -> list[ListenerState]:

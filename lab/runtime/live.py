@@ -51,6 +51,15 @@ GOODBYE_MS = 200  # virtual time for LeaveGroup requests to arrive when the serv
 MAX_FRAME_MS = 2_000  # the most virtual time one tick runs; beyond it the clock re-anchors
 
 
+# Why a broker's listener closed, by the broker's state (the timeline says it to the clients dropped).
+_GONE = {
+    "dead": "was killed",
+    "stopped": "was stopped",
+    "shutting_down": "is shutting down",
+    "starting": "is starting",
+}
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Listen:
     """Where a lab's Kafka listeners bind, and the host clients are told to reach them at."""
@@ -325,7 +334,7 @@ class LiveLab:
                 f"{outage}; the lab cannot be reset until it answers (its znodes are deleted with its data)"
             )
         self.state = "resetting"
-        self._close_listeners()
+        self._close_listeners("the lab was reset")
         self._close_cluster(delete=True)
         self._reset_state()
         self._build()  # the driver takes the start's steps from its next tick: the lab shows "resetting"
@@ -447,7 +456,7 @@ class LiveLab:
             self.clock.anchor(cluster.now_ms)
 
     def _open_listeners(self, cluster: Cluster) -> None:
-        self.wire = WireServer(cluster)
+        self.wire = WireServer(cluster, clock=time.monotonic)  # requests/s in wall time, as clients send
         if self.listen is not None and self._spec.ports:
             self.listeners = Listeners(
                 self,
@@ -461,12 +470,19 @@ class LiveLab:
         cluster, wire, listeners = self._cluster, self.wire, self.listeners
         if cluster is None or wire is None or listeners is None:
             return
-        listeners.sync(wire, {b: broker.alive for b, broker in cluster.brokers.items()})
+        listeners.sync(
+            wire,
+            {b: broker.alive for b, broker in cluster.brokers.items()},
+            {
+                b: f"broker {b} {_GONE.get(broker.state.value, 'is not running')}"
+                for b, broker in cluster.brokers.items()
+            },
+        )
 
-    def _close_listeners(self) -> None:
+    def _close_listeners(self, why: str = "the lab stopped") -> None:
         listeners, self.listeners = self.listeners, None
         if self.wire is not None:
-            self.wire.close()
+            self.wire.close(why)
             self.wire = None
         if listeners is not None:
             listeners.close()
@@ -731,6 +747,8 @@ class LiveLab:
             paused=self.clock.paused,
             status=self._status(),
             simulated_clients=hasattr(Cluster, "simulated_producer"),
+            wire_clients=tuple(self.wire.snapshot()) if self.wire is not None else (),
+            bootstrap_servers=self.listeners.bootstrap_servers if self.listeners is not None else "",
         )
 
     def _sample(self, cluster: Cluster, snapshot: Mapping[str, Any]) -> Sample:

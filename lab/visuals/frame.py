@@ -22,6 +22,7 @@ from lab.visuals.lost import lost_records
 from lab.visuals.partition_log import partition_logs
 from lab.visuals.sessions import sessions_view
 from lab.visuals.timeline import timeline, timeline_filters
+from lab.visuals.wire_clients import wire_clients_view
 from lab.visuals.zookeeper import zookeeper_tree
 
 
@@ -39,6 +40,8 @@ class FrameInputs:
     paused: bool
     status: LabStatus
     simulated_clients: bool
+    wire_clients: Sequence[Mapping[str, Any]] = ()  # real clients' connections (lab.wire)
+    bootstrap_servers: str = ""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -87,6 +90,12 @@ def build(inputs: FrameInputs) -> dict[str, object]:
             "groups": groups_view(snap, inputs.rebalances, config),
             "clients": clients_view(snap),
             "client-stats": client_stats(snap),
+            "wire-clients": wire_clients_view(
+                inputs.wire_clients,
+                bootstrap=inputs.bootstrap_servers,
+                rate=inputs.rate,
+                paused=inputs.paused,
+            ),
             "zookeeper": zookeeper_tree(
                 inputs.tree,
                 inputs.tree_previous,

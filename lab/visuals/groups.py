@@ -24,6 +24,7 @@ class Member:
     instance_id: str | None
     leader: bool
     partitions: tuple[str, ...]  # "orders-0"
+    host: str = ""  # where a real client joined from; the lab's own consumers have none
 
     @property
     def short_id(self) -> str:
@@ -144,6 +145,7 @@ def group_view(group_id: str, info: Mapping[str, Any], rebalances: Iterable[Even
                 instance_id=m.get("instance_id"),
                 leader=m["member_id"] == info.get("leader"),
                 partitions=parts,
+                host=str(m.get("client_host") or "").lstrip("/"),
             )
         )
     committed: Mapping[str, int] = info.get("committed") or {}

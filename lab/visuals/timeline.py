@@ -27,6 +27,18 @@ from lab.visuals.clock import clock_label
 SHOWN = 150  # the newest events a student follows
 HOUSEKEEPING_SHOWN = 50  # and, apart, the newest housekeeping ones
 HOUSEKEEPING_KINDS = frozenset({"compaction"})
+# What real Kafka clients did (lab.wire), and what they made the lab do: the "Real clients" filter.
+CLIENT_KINDS = frozenset(
+    {
+        "client_connected",
+        "client_closed",
+        "client_gave_up",
+        "client_disconnected",
+        "client_activity",
+        "client_errors",
+        "topic_auto_created",
+    }
+)
 INTERNAL_PREFIX = "__"
 
 # Kind -> tone: "bad" (something broke or was lost), "warn" (a step towards it), "good" (recovery),
@@ -57,6 +69,9 @@ TONES: Mapping[str, str] = {
     "member_fenced": "warn",
     "coordinator_unknown": "warn",
     "rebalance_started": "warn",
+    "client_disconnected": "warn",  # the lab dropped a real client: a broker died, a bad frame...
+    "client_gave_up": "warn",  # a real client gave up on a broker that did not answer
+    "client_errors": "warn",  # a real client got errors that make it back off
     "isr_expand": "good",
     "zookeeper_reachable": "good",
     "zk_reconnected": "good",
@@ -86,6 +101,7 @@ class TimelineEvent:
     housekeeping: bool
     tone: str
     glyph: str
+    real_client: bool = False  # about a real Kafka client (the "Real clients" filter)
 
     @property
     def time_label(self) -> str:
@@ -112,6 +128,7 @@ class TimelineFilters:
     brokers: tuple[int, ...]
     groups: tuple[str, ...]
     housekeeping: bool  # some housekeeping happened: offer its filter
+    clients: bool = False  # real clients did something: offer their filter
     housekeeping_tip: str = (
         "The lab's housekeeping, kept out of All: log compaction, and the internal topics "
         "(__consumer_offsets: its partitions' elections, ISR changes and cleaning)"
@@ -157,6 +174,7 @@ def _event(e: Event) -> TimelineEvent:
         housekeeping=is_housekeeping(e),
         tone=tone,
         glyph=GLYPHS[tone],
+        real_client=e.kind in CLIENT_KINDS,
     )
 
 
@@ -182,4 +200,5 @@ def timeline_filters(events: Sequence[Event]) -> TimelineFilters:
         brokers=tuple(sorted({b for e in main for b in brokers_of(e)})),
         groups=tuple(sorted({e.group for e in main if e.group})),
         housekeeping=any(is_housekeeping(e) for e in events),
+        clients=any(e.kind in CLIENT_KINDS for e in events),
     )

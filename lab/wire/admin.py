@@ -17,11 +17,17 @@ from lab.wire import codec
 from lab.wire.codec import Request
 from lab.wire.connection import Connection, topic_uuid
 from lab.wire.registry import serves
-from lab.wire.shape import field, make, millis
+from lab.wire.shape import (
+    CLUSTER_OPERATIONS,
+    GROUP_OPERATIONS,
+    authorized_operations,
+    field,
+    make,
+    millis,
+)
 
 # Kafka's ConfigType ids (DescribeConfigs v3+).
 CONFIG_TYPES = {"bool": 1, "str": 2, "int": 3, "long": 5, "double": 6, "list": 7}
-UNKNOWN_AUTHORIZED_OPERATIONS = -2147483648  # "not asked for"
 
 
 def _schema(request: Request) -> type[Any]:
@@ -66,8 +72,6 @@ async def create_topics(conn: Connection, request: Request) -> Any:
     )
     results = []
     for name, r in answer.topics.items():
-        if r.error:
-            conn.note_error(r.error)
         results.append(
             {
                 "name": name,
@@ -334,7 +338,7 @@ async def list_partition_reassignments(conn: Connection, request: Request) -> An
     )
 
 
-@serves(35, "DescribeLogDirs", 1, 4)
+@serves(35, "DescribeLogDirs", 0, 4)  # v0 read as v1 (codec.SAME_AS)
 async def describe_log_dirs(conn: Connection, request: Request) -> Any:
     body = request.body
     asked = (
@@ -391,7 +395,9 @@ async def describe_cluster(conn: Connection, request: Request) -> Any:
                 for b in answer.brokers
                 if b in advertised
             ],
-            "cluster_authorized_operations": UNKNOWN_AUTHORIZED_OPERATIONS,
+            "cluster_authorized_operations": authorized_operations(
+                field(request.body, "include_cluster_authorized_operations", False), CLUSTER_OPERATIONS
+            ),
         },
     )
 
@@ -443,7 +449,9 @@ async def describe_groups(conn: Connection, request: Request) -> Any:
                         }
                         for m in g.members
                     ],
-                    "authorized_operations": UNKNOWN_AUTHORIZED_OPERATIONS,
+                    "authorized_operations": authorized_operations(
+                        field(request.body, "include_authorized_operations", False), GROUP_OPERATIONS
+                    ),
                 }
                 for g in answer.groups
             ],

@@ -28,6 +28,7 @@ async def api_versions(conn: Connection, request: Request) -> object:
     version = getattr(body, "client_software_version", "")
     if name:
         conn.software = (name, version)
+        conn.server.remember_software(conn)
     schema = codec.response_schema(18, request.header.api_version)
     return make(schema, {"error_code": None, "api_keys": _versions(), "throttle_time": 0})
 

@@ -19,6 +19,16 @@ from kio.static.primitive import i32
 API_VERSIONS = 18
 _KEY_VERSION_CORRELATION = struct.Struct(">hhi")
 
+# Versions Kafka 3.x serves that kio (made from Kafka 4's schemas, which dropped them) lacks, whose
+# bytes Kafka's schema says are those of a later version: read and written with that one's.
+SAME_AS: dict[tuple[int, int], int] = {
+    (35, 0): 1,  # DescribeLogDirs: "Version 1 is the same as version 0" (kafka-python asks v0 only)
+}
+
+
+def schema_version(api_key: int, api_version: int) -> int:
+    return SAME_AS.get((api_key, api_version), api_version)
+
 
 class MalformedRequest(Exception):
     """The bytes are not a request of the API and version they claim; the connection closes."""
@@ -50,18 +60,16 @@ def decode_request(frame: bytes) -> Request:
     """A whole request. Raises MalformedRequest for bytes kio cannot read as the API they name,
     UnknownAPIKey/UnknownEntity when kio knows no such API or version."""
     peeked = peek_header(frame)
-    schema = load_request_schema(peeked.api_key, peeked.api_version)
+    schema = load_request_schema(peeked.api_key, schema_version(peeked.api_key, peeked.api_version))
     try:
         header, at = entity_reader(schema.__header_schema__)(frame, 0)
-        body, size = entity_reader(schema)(frame, at)
+        body, _ = entity_reader(schema)(frame, at)
     except Exception as error:  # kio's readers raise what the bytes make them raise
         raise MalformedRequest(
             f"{schema.__name__} v{peeked.api_version} could not be read: {type(error).__name__}: {error}"
         ) from None
-    if at + size != len(frame):
-        raise MalformedRequest(
-            f"{schema.__name__} v{peeked.api_version} left {len(frame) - at - size} bytes unread"
-        )
+    # Bytes left after the body are ignored, as Kafka ignores them (it never checks that a request
+    # was read to its end): librdkafka's all-topics Metadata v9+ leaves three.
     return Request(
         header=Header(
             api_key=peeked.api_key,
@@ -74,7 +82,7 @@ def decode_request(frame: bytes) -> Request:
 
 
 def response_schema(api_key: int, api_version: int) -> type[Any]:
-    return load_response_schema(api_key, api_version)
+    return load_response_schema(api_key, schema_version(api_key, api_version))
 
 
 def encode_response(correlation_id: int, body: Any) -> bytes:

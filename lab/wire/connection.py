@@ -11,36 +11,30 @@ channel while a request is in progress); clients rely on it. A ``SerialQueue`` d
 from __future__ import annotations
 
 import base64
+import dataclasses
 import uuid
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from kio.index import UnknownAPIKey, UnknownEntity
+from kio.schema.errors import ErrorCode
 
 from lab.engine.errors import KafkaError, NetworkException
 from lab.engine.ids import BrokerId
 from lab.engine.network import Endpoint, Envelope
+from lab.engine.scheduler import Timer
 from lab.engine.tasks import Pending, SerialQueue
 from lab.wire import codec
+from lab.wire.activity import SUMMARY_MS, Activity, ConnectionStats, backs_off, client_label, summary
 from lab.wire.framing import frame
 
 if TYPE_CHECKING:
     from lab.engine.cluster import Cluster
     from lab.wire.apis import Api
 
+SOFTWARE_KEPT = 1_000  # clients' software remembered by host and client.id
 SendFn = Callable[[bytes], None]
 CloseFn = Callable[[str], None]
-
-
-@dataclass(slots=True)
-class ConnectionStats:
-    requests: int = 0
-    errors: int = 0
-    last_error: str = ""
-    records_produced: int = 0
-    records_fetched: int = 0
-    by_api: dict[str, int] = field(default_factory=dict)
 
 
 class Connection:
@@ -67,9 +61,12 @@ class Connection:
         self.client_id: str | None = None
         self.software = ("", "")  # name, version, from ApiVersions v3
         self.connected_ms = server.cluster.now_ms
+        self.connected_s = server.clock()
         self.stats = ConnectionStats()
         self.closed = False
         self.in_flight = 0
+        self.announced = False  # its connect is in the journal (after its first request)
+        self.api = ""  # the API being served (requests are served one at a time)
         cluster = server.cluster
         self.endpoint = Endpoint(cluster.network, cluster.scheduler, self.node, self._no_requests)
         self._queue = SerialQueue(self._failed)
@@ -87,6 +84,18 @@ class Connection:
         """The client went away: forget it and whatever it still waited for."""
         if self.closed:
             return
+        if self.announced or self.in_flight:
+            waiting = (
+                f" with {self.in_flight} request{'s' if self.in_flight != 1 else ''} unanswered (a client "
+                "gives up on a broker that does not answer within its request.timeout.ms, in wall time)"
+                if self.in_flight
+                else ""
+            )
+            self.cluster.journal.record(
+                "client_gave_up" if self.in_flight else "client_closed",
+                f"{self.describe()} closed its connection to broker {self.broker_id}{waiting}",
+                broker=self.broker_id,
+            )
         self._forget()
         self._queue.clear()
 
@@ -122,6 +131,8 @@ class Connection:
         if self.closed:
             return
         self.stats.last_error = why
+        self.stats.last_error_api = ""
+        self.stats.last_error_ms = self.cluster.now_ms
         self.cluster.journal.record(
             "client_disconnected",
             f"{self.describe()} disconnected from broker {self.broker_id}: {why}",
@@ -132,10 +143,39 @@ class Connection:
         self._forget()
         self._close(why)
 
+    @property
+    def peer_host(self) -> str:
+        return self.peer.rsplit(":", 1)[0]
+
+    @property
+    def label(self) -> str:
+        """The client as people name it: its software and version, and its client.id."""
+        return client_label(self.software, self.client_id)
+
     def describe(self) -> str:
-        name = self.client_id or "a client"
-        software = f" ({self.software[0]} {self.software[1]})".rstrip() if self.software[0] else ""
-        return f"{name}{software} at {self.peer}"
+        return f"{self.label} at {self.peer}"
+
+    def snapshot(self, now_s: float) -> dict[str, Any]:
+        """JSON-safe, for the Clients view."""
+        stats = self.stats
+        return {
+            "id": self.id,
+            "peer": self.peer,
+            "client_id": self.client_id,
+            "software_name": self.software[0],
+            "software_version": self.software[1],
+            "broker": self.broker_id,
+            "connected_ms": self.connected_ms,
+            "requests": stats.requests,
+            "requests_per_s": round(stats.rate.per_second(now_s, self.connected_s), 1),
+            "in_flight": self.in_flight,
+            "errors": stats.errors,
+            "last_error": stats.last_error,
+            "last_error_api": stats.last_error_api,
+            "last_error_ms": stats.last_error_ms,
+            "records_produced": stats.records_produced,
+            "records_fetched": stats.records_fetched,
+        }
 
     # ------------------------------------------------------------------ serving
 
@@ -179,21 +219,40 @@ class Connection:
             return None
         if request.header.client_id is not None:
             self.client_id = request.header.client_id
+        if not self.software[0]:
+            self.software = self.server.software_of(self)
         self.stats.requests += 1
         self.stats.by_api[api.name] = self.stats.by_api.get(api.name, 0) + 1
+        self.stats.rate.add(self.server.clock())
+        self.api = api.name
         try:
             answer = await api.handler(self, request)
         except NetworkException as error:
             # The broker behind this socket is gone: a real one would have closed it.
             self.drop(error.message)
             return None
+        if not self.announced and not self.closed:
+            self.announced = True
+            self.cluster.journal.record(
+                "client_connected",
+                f"{self.label} connected to broker {self.broker_id} from {self.peer}",
+                broker=self.broker_id,
+            )
         if answer is None:
             return None
+        for name in response_errors(answer):
+            self.note_error(name, api.name)
         return codec.encode_response(request.header.correlation_id, answer)
 
-    def note_error(self, error: KafkaError | str) -> None:
+    def note_error(self, error: KafkaError | str, api: str | None = None) -> None:
+        """An error this connection was answered with (Kafka's name), and the API that got it."""
+        name = error.name if isinstance(error, KafkaError) else str(error)
+        api = api if api is not None else self.api
         self.stats.errors += 1
-        self.stats.last_error = str(error)
+        self.stats.last_error = name
+        self.stats.last_error_api = api
+        self.stats.last_error_ms = self.cluster.now_ms
+        self.server.activity_of(self).errors[(name, api)] += 1
 
 
 class WireServer:
@@ -204,12 +263,22 @@ class WireServer:
     """
 
     def __init__(
-        self, cluster: Cluster, *, advertised: Mapping[BrokerId, tuple[str, int]] | None = None
+        self,
+        cluster: Cluster,
+        *,
+        advertised: Mapping[BrokerId, tuple[str, int]] | None = None,
+        clock: Callable[[], float] | None = None,
     ) -> None:
         self.cluster = cluster
         self.advertised: dict[BrokerId, tuple[str, int]] = dict(advertised or {})
         self.connections: dict[int, Connection] = {}
         self._next_id = 0
+        # Seconds, for requests/s: a live lab gives wall time (clients send in wall time, whatever
+        # the lab's clock does); by default the engine's virtual time, so tests are deterministic.
+        self.clock: Callable[[], float] = clock or (lambda: cluster.now_ms / 1000)
+        self._activity: dict[tuple[str, str, str], Activity] = {}
+        self._software_seen: dict[tuple[str, str], tuple[str, str]] = {}  # (host, client.id) -> software
+        self._summary: Timer | None = None
 
     @property
     def cluster_id(self) -> str | None:
@@ -219,17 +288,75 @@ class WireServer:
         """KIP-516's topic id, when the topic has one."""
         return topic_uuid(self.cluster.topic_id(topic))
 
-    def count_produced(self, conn: Connection, request: Any) -> None:
-        conn.stats.records_produced += int(getattr(request, "records", 0))
+    def count_produced(self, conn: Connection, by_topic: Mapping[str, int]) -> None:
+        conn.stats.records_produced += sum(by_topic.values())
+        produced = self.activity_of(conn).produced
+        for topic, records in by_topic.items():
+            if records:
+                produced[topic] += records
 
-    def count_fetched(self, conn: Connection, records: int) -> None:
-        conn.stats.records_fetched += records
+    def count_fetched(self, conn: Connection, by_topic: Mapping[str, int]) -> None:
+        conn.stats.records_fetched += sum(by_topic.values())
+        fetched = self.activity_of(conn).fetched
+        for topic, records in by_topic.items():
+            if records:
+                fetched[topic] += records
+
+    # ------------------------------------------------------------------ the timeline's summaries
+
+    def activity_of(self, conn: Connection) -> Activity:
+        """What ``conn``'s client did since its last summary (a client's connections add up)."""
+        key = (conn.software[0], conn.software[1], conn.client_id or "")
+        activity = self._activity.get(key)
+        if activity is None:
+            activity = self._activity[key] = Activity(since_ms=self.cluster.now_ms)
+        if self._summary is None:
+            self._summary = self.cluster.scheduler.call_later(
+                SUMMARY_MS, self.summarize, label="wire: clients' summary"
+            )
+        return activity
+
+    def summarize(self) -> None:
+        """One timeline line per client that produced, fetched or failed since the last one."""
+        self._summary = None
+        activity, self._activity = self._activity, {}
+        now = self.cluster.now_ms
+        for (name, version, client_id), done in sorted(activity.items()):
+            if not done:
+                continue
+            topics = sorted({*done.produced, *done.fetched})
+            self.cluster.journal.record(
+                "client_errors" if backs_off(done) else "client_activity",
+                summary(client_label((name, version), client_id or None), done, now),
+                topic=topics[0] if len(topics) == 1 else None,
+                client_id=client_id,
+                produced=sum(done.produced.values()),
+                fetched=sum(done.fetched.values()),
+                errors={f"{e} in {api}": n for (e, api), n in done.errors.items()},
+            )
+
+    def snapshot(self) -> list[dict[str, Any]]:
+        """Every open connection, for the Clients view (JSON-safe)."""
+        now_s = self.clock()
+        return [c.snapshot(now_s) for c in sorted(self.connections.values(), key=lambda c: c.id)]
 
     def connect(self, broker_id: BrokerId, peer: str, *, send: SendFn, close: CloseFn) -> Connection:
         self._next_id += 1
         conn = Connection(self, conn_id=self._next_id, broker_id=broker_id, peer=peer, send=send, close=close)
         self.connections[conn.id] = conn
         return conn
+
+    def remember_software(self, conn: Connection) -> None:
+        """What a connection's ApiVersions v3 said, for the same client's other connections."""
+        seen = self._software_seen
+        seen[(conn.peer_host, conn.client_id or "")] = conn.software
+        while len(seen) > SOFTWARE_KEPT:
+            del seen[next(iter(seen))]
+
+    def software_of(self, conn: Connection) -> tuple[str, str]:
+        """A client says its software once: kafka-python, having asked ApiVersions on its bootstrap
+        connection, opens the others without asking. Its client.id from the same host tells."""
+        return self._software_seen.get((conn.peer_host, conn.client_id or ""), ("", ""))
 
     def forget(self, conn: Connection) -> None:
         self.connections.pop(conn.id, None)
@@ -239,9 +366,27 @@ class WireServer:
         for conn in [c for c in self.connections.values() if c.broker_id == broker_id]:
             conn.drop(why)
 
-    def close(self) -> None:
+    def close(self, why: str = "the lab stopped") -> None:
+        """The listeners close: every connection drops, and what the clients did is summed up."""
         for conn in list(self.connections.values()):
-            conn.drop("the lab stopped")
+            conn.drop(f"the listener closed ({why})")
+        if self._summary is not None:
+            self._summary.cancel()
+            self.summarize()
+
+
+def response_errors(entity: Any) -> Iterator[str]:
+    """Kafka's name of every error code in a response (a partition's, a topic's, the whole's)."""
+    stack = [entity]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, ErrorCode):
+            if item is not ErrorCode.none:
+                yield item.name.upper()
+        elif isinstance(item, tuple):
+            stack.extend(item)
+        elif dataclasses.is_dataclass(item):
+            stack.extend(getattr(item, f.name) for f in dataclasses.fields(item))
 
 
 def topic_uuid(raw: str | None) -> uuid.UUID | None:

@@ -6,7 +6,7 @@ request (so the broker's gate, faults and purgatories apply), and answers in Kaf
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from lab.engine import protocol as p
@@ -17,7 +17,14 @@ from lab.wire import codec
 from lab.wire.codec import Request
 from lab.wire.connection import Connection
 from lab.wire.registry import serves
-from lab.wire.shape import field, make, millis
+from lab.wire.shape import (
+    CLUSTER_OPERATIONS,
+    TOPIC_OPERATIONS,
+    authorized_operations,
+    field,
+    make,
+    millis,
+)
 
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 
@@ -44,13 +51,20 @@ async def metadata(conn: Connection, request: Request) -> Any:
         names: tuple[str, ...] | None = None  # every topic
     else:
         names = tuple(t.name for t in asked if t.name is not None)
-    answer: p.MetadataResponse = await conn.call(p.MetadataRequest(topics=names))
+    # Before v4 a request cannot say; Kafka takes it as allowed.
+    allow = bool(field(body, "allow_auto_topic_creation", True))
+    answer: p.MetadataResponse = await conn.call(
+        p.MetadataRequest(topics=names, allow_auto_topic_creation=allow and names is not None)
+    )
     advertised = conn.server.advertised
     brokers = [
         {"node_id": b, "host": advertised[b][0], "port": advertised[b][1], "rack": None}
         for b in answer.brokers
         if b in advertised
     ]
+    topic_operations = authorized_operations(
+        field(body, "include_topic_authorized_operations", False), TOPIC_OPERATIONS
+    )
     topics = []
     for name, topic in answer.topics.items():
         partitions = [
@@ -72,7 +86,7 @@ async def metadata(conn: Connection, request: Request) -> Any:
                 "topic_id": conn.server.topic_id(name),
                 "is_internal": name in INTERNAL_TOPICS,
                 "partitions": partitions,
-                "topic_authorized_operations": -2147483648,
+                "topic_authorized_operations": topic_operations,
             }
         )
     return make(
@@ -83,12 +97,26 @@ async def metadata(conn: Connection, request: Request) -> Any:
             "cluster_id": conn.server.cluster_id,
             "controller_id": answer.controller_id,
             "topics": topics,
-            "cluster_authorized_operations": -2147483648,
+            "cluster_authorized_operations": authorized_operations(
+                field(body, "include_cluster_authorized_operations", False), CLUSTER_OPERATIONS
+            ),
         },
     )
 
 
 # ---------------------------------------------------------------------------- Produce
+
+
+def _by_topic_sum(counts: Mapping[TopicPartition, int]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for tp, n in counts.items():
+        out[tp.topic] = out.get(tp.topic, 0) + n
+    return out
+
+
+def _stored(answer: p.ProduceResponse, tp: TopicPartition) -> bool:
+    result = answer.partitions.get(tp)
+    return result is not None and not result.error
 
 
 def _record_count(batches: bytes) -> int:
@@ -105,22 +133,24 @@ async def produce(conn: Connection, request: Request) -> Any:
     for topic in body.topic_data:
         for part in topic.partition_data:
             partitions[TopicPartition(topic.name, part.index)] = bytes(part.records or b"")
+    counts = {tp: _record_count(batches) for tp, batches in partitions.items()}
     engine_request = p.ProduceRequest(
         acks=body.acks,
         timeout_ms=millis(body.timeout),
         partitions=partitions,
-        records=sum(_record_count(b) for b in partitions.values()),
+        records=sum(counts.values()),
     )
-    conn.server.count_produced(conn, engine_request)
     if body.acks == 0:
         conn.send_oneway(engine_request)
+        conn.server.count_produced(conn, _by_topic_sum(counts))  # sent: nobody will know more
         return None
     # The broker answers by the produce's own timeout; the network's only if the broker is gone.
     answer: p.ProduceResponse = await conn.call(engine_request, timeout_ms=millis(body.timeout) + 30_000)
+    conn.server.count_produced(
+        conn, _by_topic_sum({tp: n for tp, n in counts.items() if _stored(answer, tp)})
+    )
     results = []
     for tp, result in answer.partitions.items():
-        if result.error:
-            conn.note_error(result.error)
         results.append(
             (
                 tp,
@@ -175,8 +205,6 @@ async def fetch(conn: Connection, request: Request) -> Any:
     )
     results = []
     for tp, data in answer.partitions.items():
-        if data.error:
-            conn.note_error(data.error)
         results.append(
             (
                 tp,
@@ -192,7 +220,9 @@ async def fetch(conn: Connection, request: Request) -> Any:
                 },
             )
         )
-    conn.server.count_fetched(conn, sum(d.record_count for d in answer.partitions.values()))
+    conn.server.count_fetched(
+        conn, _by_topic_sum({tp: d.record_count for tp, d in answer.partitions.items()})
+    )
     return make(
         _schema(request),
         {

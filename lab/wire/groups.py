@@ -85,8 +85,6 @@ async def join_group(conn: Connection, request: Request) -> Any:
         ),
         timeout_ms=rebalance_ms + WAIT_MARGIN_MS,
     )
-    if answer.error:
-        conn.note_error(answer.error)
     return make(
         _schema(request),
         {
@@ -120,8 +118,6 @@ async def sync_group(conn: Connection, request: Request) -> Any:
         ),
         timeout_ms=300_000 + WAIT_MARGIN_MS,  # a follower waits for the leader's assignment
     )
-    if answer.error:
-        conn.note_error(answer.error)
     return make(
         _schema(request),
         {
@@ -193,8 +189,6 @@ async def offset_commit(conn: Connection, request: Request) -> Any:
     for tp in offsets:
         error = answer.partitions.get(tp, answer.error)
         by_topic.setdefault(tp.topic, []).append({"partition_index": tp.partition, "error_code": error})
-    if answer.error:
-        conn.note_error(answer.error)
     return make(
         _schema(request),
         {"throttle_time": 0, "topics": [{"name": n, "partitions": ps} for n, ps in by_topic.items()]},

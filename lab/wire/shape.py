@@ -82,3 +82,38 @@ def millis(value: Any) -> int:
     if isinstance(value, datetime.timedelta):
         return int(value.total_seconds() * 1000)
     return int(value)
+
+
+# Kafka's AclOperation codes. With no authorizer (the lab has none) a broker answers that the client
+# may do every operation the resource supports (AclEntry.supportedOperations); not asked, INT32_MIN.
+NOT_ASKED = -2147483648
+CLUSTER_OPERATIONS = (
+    5,
+    7,
+    8,
+    9,
+    10,
+    11,
+    12,
+)  # CREATE ALTER DESCRIBE CLUSTER_ACTION (DESCRIBE|ALTER)_CONFIGS IDEMPOTENT_WRITE
+TOPIC_OPERATIONS = (
+    3,
+    4,
+    5,
+    6,
+    7,
+    8,
+    10,
+    11,
+)  # READ WRITE CREATE DELETE ALTER DESCRIBE (DESCRIBE|ALTER)_CONFIGS
+GROUP_OPERATIONS = (3, 6, 8)  # READ DELETE DESCRIBE
+
+
+def authorized_operations(asked: bool, operations: tuple[int, ...]) -> int:
+    """Kafka's 32-bit field of the operations allowed, or NOT_ASKED."""
+    if not asked:
+        return NOT_ASKED
+    bits = 0
+    for operation in operations:
+        bits |= 1 << operation
+    return bits

@@ -16,6 +16,7 @@ from lab.runtime.listeners import PAUSE_READING_AT, WireLoop
 from lab.wire.codec import API_VERSIONS, Header, encode_request
 from lab.wire.framing import frame
 from lab.wire.shape import make
+from tests.processes import wait_until
 
 
 @pytest.fixture
@@ -88,3 +89,71 @@ def test_a_client_that_sends_faster_than_the_lab_reads_is_paused_then_served_in_
         assert read_answers(sock, first) == list(range(first))
         sock.sendall(b"".join(api_versions(i) for i in range(first, first + 10)))
         assert read_answers(sock, 10) == list(range(first, first + 10))
+
+
+def hello(correlation_id: int, client_id: str = "billing") -> bytes:
+    header = Header(api_key=API_VERSIONS, api_version=3, correlation_id=correlation_id, client_id=client_id)
+    body = make(
+        load_request_schema(API_VERSIONS, 3),
+        {"client_software_name": "lab-test", "client_software_version": "1.0"},
+    )
+    return frame(encode_request(header, body))
+
+
+def client_events(served: ServedCluster) -> list[str]:
+    return [f"{e.kind}: {e.text}" for e in served.cluster.events() if e.kind.startswith("client_")]
+
+
+def test_a_connected_client_is_in_the_labs_frame_and_its_goodbye_in_the_timeline(
+    served: ServedCluster,
+) -> None:
+    host, port = served.brokers[1].split(":")
+    with socket.create_connection((host, int(port)), timeout=30) as sock:
+        sock.sendall(hello(1))
+        assert read_answers(sock, 1) == [1]
+        address = "{}:{}".format(*sock.getsockname())
+
+        def rows() -> tuple:
+            return served.lab.frame.views["wire-clients"].rows  # type: ignore[attr-defined]
+
+        assert wait_until(lambda: len(rows()) == 1, 10)
+        [row] = rows()
+        assert (row.address, row.client_id, row.software, row.broker) == (
+            address,
+            "billing",
+            "lab-test 1.0",
+            1,
+        )
+        assert row.requests == 1
+    assert wait_until(lambda: not rows(), 10)
+    assert client_events(served) == [
+        f"client_connected: lab-test 1.0 (client.id billing) connected to broker 1 from {address}",
+        f"client_closed: lab-test 1.0 (client.id billing) at {address} closed its connection to broker 1",
+    ]
+
+
+def test_a_killed_brokers_clients_are_told_why_they_were_dropped(tmp_path: Path) -> None:
+    with serve(brokers=2, port=free_ports(2), data_dir=tmp_path) as served:
+        host, port = served.brokers[2].split(":")
+        with socket.create_connection((host, int(port)), timeout=30) as sock:
+            sock.sendall(hello(1))
+            assert read_answers(sock, 1) == [1]
+            address = "{}:{}".format(*sock.getsockname())
+            served.cluster.kill_broker(2)
+            assert sock.recv(1) == b""  # the lab closed it
+        assert wait_until(lambda: any("client_disconnected" in e for e in client_events(served)), 10)
+        assert (
+            f"client_disconnected: lab-test 1.0 (client.id billing) at {address} disconnected from broker 2: "
+            "broker 2 was killed"
+        ) in client_events(served)
+
+
+def test_a_bad_frame_drops_the_client_and_says_so(served: ServedCluster) -> None:
+    host, port = served.brokers[1].split(":")
+    with socket.create_connection((host, int(port)), timeout=30) as sock:
+        sock.sendall(hello(1))
+        assert read_answers(sock, 1) == [1]
+        sock.sendall(struct.pack(">i", -5))
+        assert sock.recv(1) == b""
+    assert wait_until(lambda: any("client_disconnected" in e for e in client_events(served)), 10)
+    assert any("a frame said its size was -5 bytes" in e for e in client_events(served))

@@ -133,3 +133,9 @@ def test_an_abandoned_generation_says_why_and_names_its_members() -> None:
     (r,) = g.rebalances
     assert (r.generation, r.abandoned, r.changes) == (2, "billing-3-99998888 joined", ())
     assert r.members == ("billing-1-8c0e4f6a", "billing-2-11112222")
+
+
+def test_a_real_clients_member_says_the_host_it_joined_from() -> None:
+    real = {**GROUP, "members": [{**GROUP["members"][0], "client_host": "10.0.0.7"}, GROUP["members"][1]]}  # type: ignore[dict-item]
+    (g,) = groups_view(three_brokers(groups={"billing": real}), [], {}).groups
+    assert [(m.client_id, m.host) for m in g.members] == [("billing-1", ""), ("billing-2", "10.0.0.7")]

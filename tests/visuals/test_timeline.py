@@ -114,3 +114,16 @@ def test_a_flood_of_housekeeping_never_pushes_out_what_a_student_did() -> None:
     view = timeline(events, shown=10, housekeeping=5)
     assert [e.seq for e in view.events if not e.housekeeping] == [1]
     assert [e.seq for e in view.events if e.housekeeping] == [499, 498, 497, 496, 495]
+
+
+def test_what_real_clients_did_has_its_own_filter() -> None:
+    events = [
+        *EVENTS,
+        _e(6, "client_connected", broker=1),
+        _e(7, "client_errors", topic="orders"),
+        _e(8, "topic_auto_created", topic="payments", broker=2),
+    ]
+    view = timeline(events)
+    assert [e.seq for e in view.events if e.real_client] == [8, 7, 6]
+    assert timeline_filters(events).clients
+    assert not timeline_filters(EVENTS).clients

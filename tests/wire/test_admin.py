@@ -347,6 +347,29 @@ def test_describe_log_dirs_and_the_cluster(cluster: Cluster) -> None:
     assert sorted(b.broker_id for b in described.brokers) == [1, 2, 3]
 
 
+def test_describe_log_dirs_v0_is_served_as_kafka_3_serves_it(cluster: Cluster) -> None:
+    # kafka-python's admin client knows v0 only. Kafka's schema: "Version 1 is the same as
+    # version 0"; kio, made from Kafka 4's schemas where v0 is gone, reads and writes it as v1.
+    from kio.index import load_request_schema
+
+    from lab.wire.codec import Header, encode_request
+    from lab.wire.shape import make
+
+    client = controller(cluster)
+    create(client, new_topic("orders", 2, 3))
+    asking = WireClient(cluster, 1)
+    body = make(load_request_schema(DESCRIBE_LOG_DIRS, 1), {"topics": None})
+    asking.send_raw(
+        encode_request(
+            Header(api_key=DESCRIBE_LOG_DIRS, api_version=0, correlation_id=9, client_id="kp"), body
+        )
+    )
+    dirs = asking.answer(DESCRIBE_LOG_DIRS, 1)
+    assert asking.last_correlation == 9
+    [result] = dirs.results
+    assert {t.name for t in result.topics} >= {"orders"}
+
+
 def test_groups_are_listed_described_and_deleted_when_empty(cluster: Cluster) -> None:
     cluster.create_topic("orders", partitions=2, replication_factor=3)
     member = cluster.consumer("billing")

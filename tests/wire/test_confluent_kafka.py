@@ -231,3 +231,141 @@ def test_a_group_of_two_reads_every_acknowledged_record_through_a_leader_kill(
     assert group["committed"] == ends
     assert all(ends.values())
     assert sum(ends.values()) >= 10_000
+
+
+# ---------------------------------------------------------------------------- admin
+
+
+@pytest.mark.filterwarnings("ignore:alter_configs has been deprecated")  # Kafka's AlterConfigs, on purpose
+def test_admin_client_creates_describes_alters_and_deletes(kafka_lab: ServedCluster) -> None:
+    from confluent_kafka.admin import (
+        AdminClient,
+        AlterConfigOpType,
+        ConfigEntry,
+        ConfigResource,
+        NewPartitions,
+        NewTopic,
+        ResourceType,
+    )
+
+    admin = AdminClient({"bootstrap.servers": kafka_lab.bootstrap_servers})
+    described = admin.describe_cluster(request_timeout=10).result(10)
+    assert sorted(n.id for n in described.nodes) == [1, 2, 3]
+    assert described.controller.id == kafka_lab.cluster.snapshot()["controller"]
+
+    futures = admin.create_topics(
+        [
+            NewTopic("payments", num_partitions=2, replication_factor=3, config={"retention.ms": "60000"}),
+            NewTopic("orders", num_partitions=1, replication_factor=1),  # exists
+            NewTopic(
+                "refunds", num_partitions=1, replication_factor=1, config={"cleanup.policy": "sideways"}
+            ),
+            NewTopic("wide", num_partitions=1, replication_factor=4),  # more than the brokers
+        ],
+        operation_timeout=10,
+    )
+    futures["payments"].result(10)
+    errors = {}
+    for name in ("orders", "refunds", "wide"):
+        with pytest.raises(KafkaException) as raised:
+            futures[name].result(10)
+        errors[name] = raised.value.args[0].name()
+    assert errors == {
+        "orders": "TOPIC_ALREADY_EXISTS",
+        "refunds": "INVALID_CONFIG",
+        "wide": "INVALID_REPLICATION_FACTOR",
+    }
+    assert kafka_lab.cluster.partition_count("payments") == 2
+    assert "refunds" not in kafka_lab.cluster.topics()
+
+    metadata = admin.list_topics(timeout=10)
+    assert sorted(metadata.topics["payments"].partitions) == [0, 1]
+    assert all(len(p.replicas) == 3 for p in metadata.topics["payments"].partitions.values())
+
+    topic = ConfigResource(ResourceType.TOPIC, "payments")
+    [configs] = admin.describe_configs([topic]).values()
+    assert configs.result(10)["retention.ms"].value == "60000"
+
+    altered = ConfigResource(
+        ResourceType.TOPIC,
+        "payments",
+        incremental_configs=[
+            ConfigEntry("retention.ms", "120000", incremental_operation=AlterConfigOpType.SET),
+            ConfigEntry("cleanup.policy", "compact", incremental_operation=AlterConfigOpType.SET),
+        ],
+    )
+    [done] = admin.incremental_alter_configs([altered]).values()
+    done.result(10)
+    # What the admin client reads back is ZooKeeper's; the brokers apply it when notified.
+    config = {k: c.value for k, c in admin.describe_configs([topic])[topic].result(10).items()}
+    assert (config["retention.ms"], config["cleanup.policy"]) == ("120000", "compact")
+
+    [done] = admin.alter_configs(
+        [ConfigResource(ResourceType.TOPIC, "payments", set_config={"retention.ms": "1000"})]
+    ).values()
+    done.result(10)
+    config = {k: c.value for k, c in admin.describe_configs([topic])[topic].result(10).items()}
+    assert config["retention.ms"] == "1000"
+    # AlterConfigs replaces the whole set, as Kafka's does: cleanup.policy is back to its default.
+    assert config["cleanup.policy"] == "delete"
+    assert wait_until(lambda: kafka_lab.cluster.topic_config("payments") == {"retention.ms": "1000"}, 10)
+
+    [grown] = admin.create_partitions([NewPartitions("payments", 4)], operation_timeout=10).values()
+    grown.result(10)
+    assert kafka_lab.cluster.partition_count("payments") == 4
+    [shrunk] = admin.create_partitions([NewPartitions("payments", 2)], operation_timeout=10).values()
+    with pytest.raises(KafkaException) as raised:
+        shrunk.result(10)
+    assert raised.value.args[0].name() == "INVALID_PARTITIONS"
+
+    [deleted] = admin.delete_topics(["payments"], operation_timeout=10).values()
+    deleted.result(10)
+    assert wait_until(lambda: "payments" not in kafka_lab.cluster.topics(), 30)
+    [missing] = admin.delete_topics(["payments"], operation_timeout=10).values()
+    with pytest.raises(KafkaException) as raised:
+        missing.result(10)
+    assert raised.value.args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART  # librdkafka's name for it
+
+
+def test_admin_client_lists_describes_and_deletes_groups(kafka_lab: ServedCluster) -> None:
+    from confluent_kafka import ConsumerGroupState
+    from confluent_kafka.admin import AdminClient
+
+    producer = Producer({"bootstrap.servers": kafka_lab.bootstrap_servers, "acks": "all"})
+    for i in range(10):
+        producer.produce("orders", value=b"v%d" % i)
+    producer.flush(30)
+    consumer = Consumer(
+        {
+            "bootstrap.servers": kafka_lab.bootstrap_servers,
+            "group.id": "audit",
+            "client.id": "auditor",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
+    consumer.subscribe(["orders"])
+    read = 0
+    deadline = time.monotonic() + 60
+    while read < 10 and time.monotonic() < deadline:
+        message = consumer.poll(0.5)
+        if message is not None and not message.error():
+            read += 1
+    consumer.commit(asynchronous=False)
+    admin = AdminClient({"bootstrap.servers": kafka_lab.bootstrap_servers})
+    listed = admin.list_consumer_groups(request_timeout=10).result(10)
+    assert "audit" in {g.group_id for g in listed.valid}
+    [described] = admin.describe_consumer_groups(["audit"], request_timeout=10).values()
+    group = described.result(10)
+    assert group.state == ConsumerGroupState.STABLE
+    assert [m.client_id for m in group.members] == ["auditor"]
+    assert sorted(tp.partition for tp in group.members[0].assignment.topic_partitions) == [0, 1, 2]
+    [busy] = admin.delete_consumer_groups(["audit"], request_timeout=10).values()
+    with pytest.raises(KafkaException) as raised:
+        busy.result(10)
+    assert raised.value.args[0].name() == "NON_EMPTY_GROUP"
+    consumer.close()
+    assert wait_until(lambda: kafka_lab.cluster.groups().get("audit", {}).get("state") == "Empty", 30)
+    [deleted] = admin.delete_consumer_groups(["audit"], request_timeout=10).values()
+    deleted.result(10)
+    assert "audit" not in kafka_lab.cluster.groups()

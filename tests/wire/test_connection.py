@@ -157,3 +157,182 @@ def test_header_client_id_is_what_the_lab_calls_the_client(cluster: Cluster) -> 
     )
     client.answer(METADATA, 9)
     assert client.conn.client_id == "billing-app"
+
+
+# ---------------------------------------------------------------------------- what the Clients view shows
+
+
+def hello(client: WireClient, name: str = "kafka-python", version: str = "2.3.3") -> None:
+    client.ask(API_VERSIONS, 3, {"client_software_name": name, "client_software_version": version})
+
+
+def test_a_connection_says_who_it_is_where_it_is_and_what_it_does(cluster: Cluster) -> None:
+    lead = leader(cluster)
+    client = WireClient(cluster, lead)
+    hello(client)
+    for i in range(4):
+        client.ask(PRODUCE, 9, produce_body(0, [b"a%d" % i, b"b%d" % i]))
+    [row] = [r for r in client.server.snapshot() if r["id"] == client.conn.id]
+    assert row["peer"] == "127.0.0.1:50000"
+    assert (row["software_name"], row["software_version"], row["client_id"]) == (
+        "kafka-python",
+        "2.3.3",
+        "test",
+    )
+    assert row["broker"] == lead
+    assert row["requests"] == 5
+    assert row["records_produced"] == 8
+    assert row["in_flight"] == 0
+    assert row["last_error"] == ""
+    # Five requests within the first second of the connection's life.
+    assert row["requests_per_s"] == 5.0
+
+
+def test_requests_per_second_is_over_the_last_few_seconds(cluster: Cluster) -> None:
+    client = WireClient(cluster)
+    for _ in range(10):
+        client.ask(METADATA, 9, metadata_body())
+    cluster.run_for(2_500)
+    row = client.server.snapshot()[-1]
+    assert row["requests_per_s"] == 4.0  # 10 in 2.5 s
+    cluster.run_for(6_000)
+    assert client.server.snapshot()[-1]["requests_per_s"] == 0.0
+
+
+def test_an_older_client_has_no_software_name(cluster: Cluster) -> None:
+    client = WireClient(cluster)
+    client.ask(API_VERSIONS, 0, {})
+    row = client.server.snapshot()[-1]
+    assert (row["software_name"], row["software_version"]) == ("", "")
+
+
+def test_a_request_the_broker_holds_is_in_flight(cluster: Cluster) -> None:
+    lead = leader(cluster)
+    client = WireClient(cluster, lead)
+    cluster.pause_broker(lead)
+    client.send(METADATA, 9, metadata_body())
+    client.send(METADATA, 9, metadata_body())
+    cluster.run_for(100)
+    assert client.server.snapshot()[-1]["in_flight"] == 2
+    cluster.resume_broker(lead)
+    client.answer(METADATA, 9)
+    client.answer(METADATA, 9)
+    assert client.server.snapshot()[-1]["in_flight"] == 0
+
+
+def test_the_last_error_is_kafkas_name_with_the_api_that_got_it(cluster: Cluster) -> None:
+    follower = next(b for b in (1, 2, 3) if b != leader(cluster))
+    client = WireClient(cluster, follower)
+    client.ask(PRODUCE, 9, produce_body(0, [b"x"]))
+    row = client.server.snapshot()[-1]
+    assert (row["last_error"], row["last_error_api"], row["errors"]) == (
+        "NOT_LEADER_OR_FOLLOWER",
+        "Produce",
+        1,
+    )
+    assert row["last_error_ms"] == cluster.now_ms
+
+
+# ---------------------------------------------------------------------------- what the timeline says
+
+
+def client_events(cluster: Cluster) -> list[tuple[str, str]]:
+    return [(e.kind, e.text) for e in cluster.events() if e.kind.startswith("client_")]
+
+
+def test_a_client_connecting_and_closing_is_named_once_each(cluster: Cluster) -> None:
+    client = WireClient(cluster, 2)
+    hello(client)
+    for _ in range(5):
+        client.ask(METADATA, 9, metadata_body())
+    client.conn.disconnected()
+    assert client_events(cluster) == [
+        (
+            "client_connected",
+            "kafka-python 2.3.3 (client.id test) connected to broker 2 from 127.0.0.1:50000",
+        ),
+        (
+            "client_closed",
+            "kafka-python 2.3.3 (client.id test) at 127.0.0.1:50000 closed its connection to broker 2",
+        ),
+    ]
+
+
+def test_a_dropped_connection_says_why(cluster: Cluster) -> None:
+    client = WireClient(cluster, 1)
+    hello(client)
+    client.server.drop_broker(1, "broker 1 was killed")
+    other = WireClient(cluster, 2)
+    hello(other, "rdkafka", "2.16.0")
+    other.server.close("the lab was reset")
+    kinds = client_events(cluster)
+    assert (
+        "client_disconnected",
+        "kafka-python 2.3.3 (client.id test) at 127.0.0.1:50000 disconnected from broker 1: broker 1 was killed",
+    ) in kinds
+    assert (
+        "client_disconnected",
+        "rdkafka 2.16.0 (client.id test) at 127.0.0.1:50000 disconnected from broker 2: "
+        "the listener closed (the lab was reset)",
+    ) in kinds
+
+
+def test_what_a_client_does_is_summed_up_never_a_line_per_request(cluster: Cluster) -> None:
+    lead = leader(cluster)
+    follower = next(b for b in (1, 2, 3) if b != lead)
+    producer = WireClient(cluster, lead)
+    hello(producer)
+    to_follower = WireClient(cluster, follower)  # the same client's other connection
+    hello(to_follower)
+    for i in range(300):
+        producer.ask(PRODUCE, 9, produce_body(0, [b"r%d" % i] * 4))
+    to_follower.ask(PRODUCE, 9, produce_body(0, [b"x"]))
+    to_follower.ask(PRODUCE, 9, produce_body(0, [b"y"]))
+    cluster.run_for(6_000)
+    summaries = [(k, t) for k, t in client_events(cluster) if k in ("client_activity", "client_errors")]
+    assert len(summaries) == 1
+    kind, text = summaries[0]
+    assert kind == "client_errors"  # NOT_LEADER_OR_FOLLOWER makes a client back off
+    assert text.startswith(
+        "kafka-python 2.3.3 (client.id test) produced 1,200 records to orders, "
+        "2 errors NOT_LEADER_OR_FOLLOWER in Produce (2 times)"
+    )
+    # Quiet clients say nothing: metadata and heartbeats are no news.
+    for _ in range(5):
+        producer.ask(METADATA, 9, metadata_body())
+    cluster.run_for(6_000)
+    assert len([k for k, _ in client_events(cluster) if k in ("client_activity", "client_errors")]) == 1
+
+
+def test_a_clients_other_connections_take_the_software_it_said_once(cluster: Cluster) -> None:
+    # kafka-python asks ApiVersions on its bootstrap connection only.
+    bootstrap = WireClient(cluster, 1)
+    hello(bootstrap)
+    other = WireClient(cluster, 2)
+    other.ask(METADATA, 9, metadata_body())
+    stranger = WireClient(cluster, 2)
+    stranger.send(METADATA, 9, metadata_body(), client_id="someone-else")
+    stranger.answer(METADATA, 9)
+    rows = {r["id"]: r for r in bootstrap.server.snapshot()}
+    assert (rows[other.conn.id]["software_name"], rows[other.conn.id]["software_version"]) == (
+        "kafka-python",
+        "2.3.3",
+    )
+    assert rows[stranger.conn.id]["software_name"] == ""
+
+
+def test_a_client_that_gives_up_on_a_paused_broker_is_named_with_what_it_waited_for(cluster: Cluster) -> None:
+    lead = leader(cluster)
+    client = WireClient(cluster, lead)
+    hello(client)
+    cluster.pause_broker(lead)
+    client.send(METADATA, 9, metadata_body())
+    client.send(METADATA, 9, metadata_body())
+    cluster.run_for(1_000)
+    client.conn.disconnected()  # its request.timeout.ms ran out
+    assert client_events(cluster)[-1] == (
+        "client_gave_up",
+        f"kafka-python 2.3.3 (client.id test) at 127.0.0.1:50000 closed its connection to broker {lead} with 2 "
+        "requests unanswered (a client gives up on a broker that does not answer within its "
+        "request.timeout.ms, in wall time)",
+    )

@@ -9,7 +9,7 @@ from kio.schema.errors import ErrorCode
 
 from lab.engine.cluster import Cluster
 from lab.engine.records import build_batch, iter_records
-from tests.engine.helpers import checked_cluster
+from tests.engine.helpers import checked_cluster, part
 from tests.wire.harness import WireClient
 
 PRODUCE, FETCH, LIST_OFFSETS, METADATA, EPOCH = 0, 1, 2, 3, 23
@@ -111,6 +111,20 @@ def test_unknown_topic_is_unknown_topic_or_partition(cluster: Cluster) -> None:
         },
     )
     assert answer.topics[0].error_code == ErrorCode.unknown_topic_or_partition
+
+
+def test_librdkafkas_all_topics_metadata_with_trailing_bytes_is_answered_as_kafka_does(
+    cluster: Cluster,
+) -> None:
+    # librdkafka (confluent-kafka's admin list_topics, kcat -L) asks v12 for every topic with a
+    # 4-byte placeholder where the compact array count goes: Kafka reads a null array and ignores
+    # the 3 bytes its reading leaves, so the request is answered.
+    client = WireClient(cluster)
+    header = bytes.fromhex("0003000c00000063000772646b61666b6100")
+    client.send_raw(header + bytes.fromhex("00000000010000"))
+    answer = client.answer(METADATA, 12)
+    assert client.last_correlation == 0x63
+    assert [t.name for t in answer.topics] == ["orders"]
 
 
 def test_produce_acks_all_then_fetch_reads_the_records_back(cluster: Cluster) -> None:
@@ -244,3 +258,71 @@ def test_offset_for_leader_epoch_tells_a_consumer_where_an_epoch_ended(cluster: 
     )
     result = answer.topics[0].partitions[0]
     assert (result.error_code, result.leader_epoch, result.end_offset) == (ErrorCode.none, old_epoch, 2)
+
+
+# ---------------------------------------------------------------------------- auto.create.topics.enable
+
+
+def ask_metadata(
+    cluster: Cluster, topic: str, *, allow: bool = True, version: int = 9, broker: int = 1
+) -> object:
+    body: dict = {"topics": [{"name": topic, "topic_id": None} if version >= 10 else {"name": topic}]}
+    if version >= 4:
+        body["allow_auto_topic_creation"] = allow
+    if 8 <= version <= 10:
+        body["include_cluster_authorized_operations"] = False
+    if version >= 8:
+        body["include_topic_authorized_operations"] = False
+    return WireClient(cluster, broker).ask(METADATA, version, body)
+
+
+@pytest.mark.parametrize("version", [1, 4, 12])  # before v4 a request cannot say no: Kafka creates
+def test_metadata_for_an_unknown_topic_creates_it_and_says_leader_not_available_until_it_has_leaders(
+    version: int,
+) -> None:
+    with checked_cluster(3, config={"num.partitions": "3", "default.replication.factor": "2"}) as cluster:
+        [topic] = ask_metadata(cluster, "payments", version=version).topics
+        assert topic.error_code == ErrorCode.leader_not_available
+        assert topic.partitions == ()
+        assert cluster.run_until_true(lambda: "payments" in cluster.topics(), 5_000)
+        assert cluster.partition_count("payments") == 3
+        assert all(len(part(cluster, "payments", p)["replicas"]) == 2 for p in range(3))
+
+        def led() -> bool:
+            [t] = ask_metadata(cluster, "payments", version=version).topics
+            return t.error_code == ErrorCode.none and all(p.leader_id >= 0 for p in t.partitions)
+
+        assert cluster.run_until_true(led, 5_000)
+        assert any(
+            e.kind == "topic_auto_created"
+            and "num.partitions=3" in e.text
+            and "default.replication.factor=2" in e.text
+            for e in cluster.events()
+        )
+
+
+def test_a_client_that_does_not_allow_creation_is_told_the_topic_is_unknown(cluster: Cluster) -> None:
+    [topic] = ask_metadata(cluster, "payments", allow=False).topics
+    assert topic.error_code == ErrorCode.unknown_topic_or_partition
+    cluster.run_for(1_000)
+    assert "payments" not in cluster.topics()
+
+
+def test_auto_creation_turned_off_on_the_broker_is_unknown_topic_or_partition() -> None:
+    with checked_cluster(3, config={"auto.create.topics.enable": "false"}) as cluster:
+        [topic] = ask_metadata(cluster, "payments", version=1).topics
+        assert topic.error_code == ErrorCode.unknown_topic_or_partition
+        cluster.run_for(1_000)
+        assert "payments" not in cluster.topics()
+
+
+def test_auto_creation_answers_kafkas_error_when_the_topic_cannot_be_made() -> None:
+    with checked_cluster(3, config={"default.replication.factor": "4"}) as cluster:
+        [topic] = ask_metadata(cluster, "payments").topics
+        assert topic.error_code == ErrorCode.invalid_replication_factor
+        [topic] = ask_metadata(cluster, "bad name!").topics
+        assert topic.error_code == ErrorCode.invalid_topic_exception
+        # The group coordinator makes __consumer_offsets on a group's first use, not a metadata request.
+        [topic] = ask_metadata(cluster, "__consumer_offsets").topics
+        assert topic.error_code == ErrorCode.unknown_topic_or_partition
+        assert not {"payments", "bad name!"} & set(cluster.topics())

@@ -11,7 +11,7 @@ import time
 
 import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
-from kafka.errors import KafkaError
+from kafka.errors import KafkaError, NoError
 
 from lab.cluster import ServedCluster
 from tests.processes import wait_until
@@ -209,3 +209,138 @@ def test_a_group_of_two_reads_every_acknowledged_record_through_a_leader_kill(
     assert group["committed"] == ends
     assert all(ends.values())
     assert sum(ends.values()) >= 10_000
+
+
+# ---------------------------------------------------------------------------- admin
+
+
+def test_admin_client_creates_describes_alters_and_deletes(kafka_lab: ServedCluster) -> None:
+    from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient, NewPartitions, NewTopic
+    from kafka.errors import InvalidConfigurationError, TopicAlreadyExistsError
+
+    admin = KafkaAdminClient(bootstrap_servers=kafka_lab.bootstrap_servers, request_timeout_ms=10_000)
+    try:
+        cluster = admin.describe_cluster()
+        assert sorted(b["node_id"] for b in cluster["brokers"]) == [1, 2, 3]
+        assert cluster["controller_id"] == kafka_lab.cluster.snapshot()["controller"]
+
+        admin.create_topics(
+            [NewTopic("payments", 2, 3, topic_configs={"retention.ms": "60000"})], timeout_ms=10_000
+        )
+        assert kafka_lab.cluster.partition_count("payments") == 2
+        with pytest.raises(TopicAlreadyExistsError):
+            admin.create_topics([NewTopic("payments", 2, 3)], timeout_ms=10_000)
+        with pytest.raises(InvalidConfigurationError):
+            admin.create_topics(
+                [NewTopic("refunds", 1, 1, topic_configs={"cleanup.policy": "sideways"})], timeout_ms=10_000
+            )
+        assert "refunds" not in admin.list_topics()
+
+        [described] = admin.describe_topics(["payments"])
+        assert described["error_code"] == 0
+        assert sorted(p["partition"] for p in described["partitions"]) == [0, 1]
+        assert all(len(p["replicas"]) == 3 for p in described["partitions"])
+
+        resource = ConfigResource(ConfigResourceType.TOPIC, "payments")
+        [configs] = admin.describe_configs([resource])
+        entries = {e[0]: e[1] for e in configs.resources[0][4]}
+        assert entries["retention.ms"] == "60000"
+
+        admin.alter_configs(
+            [ConfigResource(ConfigResourceType.TOPIC, "payments", {"retention.ms": "120000"})]
+        )
+        [configs] = admin.describe_configs([resource])
+        assert {e[0]: e[1] for e in configs.resources[0][4]}["retention.ms"] == "120000"
+
+        [(error, _dir, topics)] = admin.describe_log_dirs().log_dirs  # DescribeLogDirs v0
+        assert error == 0
+        assert "payments" in {name for name, _ in topics}
+
+        admin.create_partitions({"payments": NewPartitions(total_count=4)})
+        assert kafka_lab.cluster.partition_count("payments") == 4
+
+        admin.delete_topics(["payments"], timeout_ms=10_000)
+        assert wait_until(lambda: "payments" not in kafka_lab.cluster.topics(), 30)
+    finally:
+        admin.close()
+
+
+def test_admin_client_lists_describes_and_deletes_groups(kafka_lab: ServedCluster) -> None:
+    from kafka.admin import KafkaAdminClient
+
+    producer = KafkaProducer(bootstrap_servers=kafka_lab.bootstrap_servers, acks="all")
+    for i in range(10):
+        producer.send("orders", value=b"v%d" % i)
+    producer.flush()
+    producer.close()
+    consumer = KafkaConsumer(
+        "orders",
+        bootstrap_servers=kafka_lab.bootstrap_servers,
+        group_id="audit",
+        client_id="auditor",
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+    )
+    read = 0
+    deadline = time.monotonic() + 60
+    while read < 10 and time.monotonic() < deadline:
+        read += sum(len(r) for r in consumer.poll(timeout_ms=500).values())
+    consumer.commit()
+    admin = KafkaAdminClient(bootstrap_servers=kafka_lab.bootstrap_servers, request_timeout_ms=10_000)
+    try:
+        assert ("audit", "consumer") in admin.list_consumer_groups()
+        [group] = admin.describe_consumer_groups(["audit"])
+        assert group.state == "Stable"
+        assert [m.client_id for m in group.members] == ["auditor"]
+        assert {t: sorted(ps) for t, ps in group.members[0].member_assignment.assignment} == {
+            "orders": [0, 1, 2]
+        }
+        offsets = admin.list_consumer_group_offsets("audit")
+        assert sum(o.offset for o in offsets.values()) == 10
+        consumer.close()
+        assert wait_until(lambda: kafka_lab.cluster.groups().get("audit", {}).get("state") == "Empty", 30)
+        assert admin.delete_consumer_groups(["audit"]) == [("audit", NoError)]
+        assert ("audit", "consumer") not in admin.list_consumer_groups()
+    finally:
+        admin.close()
+
+
+def test_a_real_consumers_group_is_in_the_labs_groups_view(kafka_lab: ServedCluster) -> None:
+    producer = KafkaProducer(bootstrap_servers=kafka_lab.bootstrap_servers, acks="all")
+    for i in range(30):
+        producer.send("orders", key=b"k%d" % i, value=b"v%d" % i)
+    producer.flush()
+    producer.close()
+    consumer = KafkaConsumer(
+        "orders",
+        bootstrap_servers=kafka_lab.bootstrap_servers,
+        group_id="billing",
+        client_id="invoicer",
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+    )
+    try:
+        read = 0
+        deadline = time.monotonic() + 60
+        while read < 10 and time.monotonic() < deadline:
+            read += sum(len(r) for r in consumer.poll(timeout_ms=500).values())
+        consumer.commit()
+
+        def group() -> object:
+            views = kafka_lab.lab.frame.views["groups"].groups  # type: ignore[attr-defined]
+            return next((g for g in views if g.group_id == "billing"), None)
+
+        def committed() -> bool:
+            g = group()
+            return g is not None and sum(o.committed or 0 for o in g.partitions) == read  # type: ignore[attr-defined]
+
+        assert wait_until(committed, 15)
+        g = group()
+        [member] = g.members  # type: ignore[attr-defined]
+        assert (member.client_id, member.host, member.leader) == ("invoicer", "127.0.0.1", True)
+        assert member.partitions == ("orders-0", "orders-1", "orders-2")
+        assert g.state == "Stable"  # type: ignore[attr-defined]
+        assert g.total_lag == 30 - read  # type: ignore[attr-defined]
+        assert {o.owner for o in g.partitions} == {"invoicer"}  # type: ignore[attr-defined]
+    finally:
+        consumer.close()
