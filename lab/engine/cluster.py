@@ -621,7 +621,7 @@ class Cluster:
         timeout_ms: int = 60_000,
     ) -> None:
         """Move replicas: add the new ones, let them catch up, switch the leader, remove the old ones."""
-        self._run_admin(self.topic_admin.reassign(plan), "the reassignment")
+        self._ask(self.begin_reassign_partitions(plan), "the reassignment")
         if wait:
             self.wait_for(
                 lambda: all(
@@ -631,18 +631,29 @@ class Cluster:
                 "the reassignment to finish",
             )
 
+    def begin_reassign_partitions(self, plan: Mapping[tuple[str, int], Sequence[BrokerId]]) -> Pending[None]:
+        """``reassign_partitions`` without waiting: the Pending is answered once the plan is written to
+        ZooKeeper for the controller to carry out, or with Kafka's error (nothing written)."""
+        return self._asking(Task.start(self.topic_admin.reassign(plan), "the reassignment").outcome)
+
     def elect_preferred_leaders(
         self, partitions: Sequence[tuple[str, int]] | None = None, *, wait: bool = True
     ) -> None:
         if partitions is None:
             partitions = [(tp.topic, tp.partition) for tp in self._all_partitions()]
-        self._run_admin(self.topic_admin.elect_preferred(partitions), "the preferred leader election")
+        self._ask(self.begin_elect_preferred_leaders(partitions), "the preferred leader election")
         if wait:
             self.wait_for(
                 lambda: self._run_admin(self.topic_admin.election_done()),
                 30_000,
                 "the preferred leader election",
             )
+
+    def begin_elect_preferred_leaders(self, partitions: Sequence[tuple[str, int]]) -> Pending[None]:
+        """The election asked for without waiting: answered once ZooKeeper has the request (Kafka's
+        INVALID_REQUEST while one is under way)."""
+        step = self.topic_admin.elect_preferred(partitions)
+        return self._asking(Task.start(step, "the preferred leader election").outcome)
 
     def _all_partitions(self) -> list[TopicPartition]:
         out: list[TopicPartition] = []

@@ -539,14 +539,18 @@ class ScenarioRun:
 
     def _do_reassign(self, step: Step) -> None:
         tp = TopicPartition.parse(step.args["partition"])
-        self.cluster.reassign_partitions({(tp.topic, tp.partition): step.args["replicas"]}, wait=False)
+        plan = {(tp.topic, tp.partition): step.args["replicas"]}
+        self._answered(self.cluster.begin_reassign_partitions(plan), "the reassignment")
 
     def _do_elect_preferred(self, step: Step) -> None:
         names = step.args.get("partitions")
         parts = (
             None if names is None else [(tp.topic, tp.partition) for tp in map(TopicPartition.parse, names)]
         )
-        self.cluster.elect_preferred_leaders(parts, wait=False)
+        if parts is None:  # every partition: the list is read first, as the facade does
+            self.cluster.elect_preferred_leaders(None, wait=False)
+            return
+        self._answered(self.cluster.begin_elect_preferred_leaders(parts), "the preferred leader election")
 
     def _do_expect(self, step: Step) -> None:
         assert self._current is not None

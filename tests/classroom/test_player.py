@@ -230,3 +230,37 @@ def until(live: LiveLab, wall: FakeWall, done: Callable[[], bool], seconds: floa
         assert moved < seconds, f"not done after {seconds:g} s of the lab's time"
         advance(live, wall, 0.5)
         moved += 0.5
+
+
+@pytest.mark.parametrize(
+    ("step", "label"),
+    [
+        ("create_topic: {name: audit, partitions: 1, replication_factor: 3}", "create topic audit"),
+        ("reassign: {partition: orders-0, replicas: [3, 2, 1]}", "reassign"),
+        ("elect_preferred: {partitions: [orders-0]}", "elect preferred"),
+    ],
+)
+def test_an_admin_step_zookeeper_is_slow_to_answer_holds_up_no_one_else(
+    tmp_path: Path, labs: list[LiveLab], step: str, label: str
+) -> None:
+    from lab.engine.metadata.store import LinkState
+
+    wall = FakeWall()
+    live = live_lab(tmp_path, "slow-admin", wall=wall, config={"zookeeper.session.timeout.ms": "6000"})
+    labs.append(live)
+    player = ScenarioPlayer(parse(ADMIN_STEPS % step, slug="slow-admin"), lab="slow-admin")
+    live.add_tick_hook("player", player.tick)
+    on_driver(live, player.step)
+    until(live, wall, lambda: player.view.rows[0].state == "passed")
+    # The lab's admin client reaches ZooKeeper, but its answers are held: a slow, connected server.
+    on_driver(live, lambda lab: lab.cluster._admin.set_link(LinkState.HELD))
+    before = now_ms(live)
+    on_driver(live, player.step)
+    assert now_ms(live) - before < 1000  # another call answered, and the clock did not leap
+    assert player.view.rows[1].label.startswith(label)
+    advance(live, wall, 1.0)
+    assert 1000 <= now_ms(live) - before < 3000
+    assert player.view.rows[1].state == "running"
+    on_driver(live, lambda lab: lab.cluster._admin.set_link(LinkState.OPEN))
+    until(live, wall, lambda: player.view.rows[1].state != "running")
+    assert player.view.rows[1].state == "passed", player.view.rows[1]
