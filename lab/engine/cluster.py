@@ -12,7 +12,7 @@ from __future__ import annotations
 import random
 import shutil
 import tempfile
-from collections.abc import Callable, Coroutine, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
@@ -498,16 +498,36 @@ class Cluster:
         wait: bool = True,
     ) -> None:
         """Create a topic as kafka-topics.sh does in ZooKeeper mode; Kafka's error and nothing created if it is bad."""
-        validate_new_topic_name(name)  # before anything is asked of ZooKeeper
-        placement = self._run_admin(
-            self.topic_admin.create_topic(
-                name, partitions, replication_factor, config, assignment=assignment
-            ),
-            "the topic's znodes",
-        )
+        answer = self.begin_create_topic(name, partitions, replication_factor, config, assignment=assignment)
+        placement = self._ask(answer, "the topic's znodes")
         if wait:
-            tps = [TopicPartition(name, p) for p in placement]
-            self.wait_for(lambda: self._usable(tps), 30_000, f"every partition of {name} to have a leader")
+            self.wait_for(
+                lambda: self.partitions_usable(name, placement),
+                30_000,
+                f"every partition of {name} to have a leader",
+            )
+
+    def begin_create_topic(
+        self,
+        name: str,
+        partitions: int = 1,
+        replication_factor: int = 1,
+        config: Mapping[str, object] | None = None,
+        *,
+        assignment: Mapping[int, Sequence[BrokerId]] | None = None,
+    ) -> Pending[dict[int, tuple[BrokerId, ...]]]:
+        """``create_topic`` without waiting: a bad name is refused now (before ZooKeeper is asked); the
+        Pending holds the placement once the topic's znodes are written, or Kafka's error (nothing
+        created). ``partitions_usable`` says when the controller has given them leaders."""
+        validate_new_topic_name(name)
+        step = self.topic_admin.create_topic(
+            name, partitions, replication_factor, config, assignment=assignment
+        )
+        return self._asking(Task.start(step, "the topic's znodes").outcome)
+
+    def partitions_usable(self, topic: str, partitions: Iterable[int]) -> bool:
+        """Every one of ``topic``'s ``partitions`` has a leader, and every running broker can tell clients so."""
+        return self._usable([TopicPartition(topic, p) for p in partitions])
 
     def _usable(self, tps: Sequence[TopicPartition]) -> bool:
         """Every partition has a leader, and every running broker can tell clients so."""
@@ -524,7 +544,7 @@ class Cluster:
         return self._run_admin(self.topic_admin.assignment(topic), f"topic {topic}")
 
     def delete_topic(self, name: str, *, wait: bool = True) -> None:
-        self._run_admin(self.topic_admin.delete_topic(name), "the deletion request")
+        self._ask(self.begin_delete_topic(name), "the deletion request")
         if wait:
             self.wait_for(
                 lambda: not self._run_admin(self.topic_admin.exists(name)),
@@ -532,12 +552,31 @@ class Cluster:
                 f"topic {name} to be deleted",
             )
 
+    def begin_delete_topic(self, name: str) -> Pending[None]:
+        """``delete_topic`` without waiting: the Pending is answered once the deletion is requested in
+        ZooKeeper (UNKNOWN_TOPIC_OR_PARTITION for no such topic); the controller deletes it after that,
+        and ``begin_topic_exists`` tells when it has."""
+        return self._asking(Task.start(self.topic_admin.delete_topic(name), "the deletion request").outcome)
+
+    def begin_topic_exists(self, name: str) -> Pending[bool]:
+        """Whether ZooKeeper still has ``name``'s znode, as a question in flight."""
+        return self._asking(Task.start(self.topic_admin.exists(name), f"whether {name} exists").outcome)
+
     def create_partitions(self, topic: str, total: int, *, wait: bool = True) -> None:
         """Grow a topic to ``total`` partitions (Kafka never shrinks one)."""
-        new = self._run_admin(self.topic_admin.create_partitions(topic, total), f"the partitions of {topic}")
+        new = self._ask(self.begin_create_partitions(topic, total), f"the partitions of {topic}")
         if wait:
-            tps = [TopicPartition(topic, p) for p in new]
-            self.wait_for(lambda: self._usable(tps), 30_000, f"the new partitions of {topic} to have leaders")
+            self.wait_for(
+                lambda: self.partitions_usable(topic, new),
+                30_000,
+                f"the new partitions of {topic} to have leaders",
+            )
+
+    def begin_create_partitions(self, topic: str, total: int) -> Pending[list[int]]:
+        """``create_partitions`` without waiting: the Pending holds the new partitions once ZooKeeper has
+        the grown assignment, or Kafka's error (INVALID_PARTITIONS: nothing written)."""
+        step = self.topic_admin.create_partitions(topic, total)
+        return self._asking(Task.start(step, f"the partitions of {topic}").outcome)
 
     def alter_topic_config(
         self, topic: str, updates: Mapping[str, object], *, remove: Sequence[str] = ()
@@ -582,7 +621,7 @@ class Cluster:
         timeout_ms: int = 60_000,
     ) -> None:
         """Move replicas: add the new ones, let them catch up, switch the leader, remove the old ones."""
-        self._run_admin(self.topic_admin.reassign(plan), "the reassignment")
+        self._ask(self.begin_reassign_partitions(plan), "the reassignment")
         if wait:
             self.wait_for(
                 lambda: all(
@@ -592,18 +631,29 @@ class Cluster:
                 "the reassignment to finish",
             )
 
+    def begin_reassign_partitions(self, plan: Mapping[tuple[str, int], Sequence[BrokerId]]) -> Pending[None]:
+        """``reassign_partitions`` without waiting: the Pending is answered once the plan is written to
+        ZooKeeper for the controller to carry out, or with Kafka's error (nothing written)."""
+        return self._asking(Task.start(self.topic_admin.reassign(plan), "the reassignment").outcome)
+
     def elect_preferred_leaders(
         self, partitions: Sequence[tuple[str, int]] | None = None, *, wait: bool = True
     ) -> None:
         if partitions is None:
             partitions = [(tp.topic, tp.partition) for tp in self._all_partitions()]
-        self._run_admin(self.topic_admin.elect_preferred(partitions), "the preferred leader election")
+        self._ask(self.begin_elect_preferred_leaders(partitions), "the preferred leader election")
         if wait:
             self.wait_for(
                 lambda: self._run_admin(self.topic_admin.election_done()),
                 30_000,
                 "the preferred leader election",
             )
+
+    def begin_elect_preferred_leaders(self, partitions: Sequence[tuple[str, int]]) -> Pending[None]:
+        """The election asked for without waiting: answered once ZooKeeper has the request (Kafka's
+        INVALID_REQUEST while one is under way)."""
+        step = self.topic_admin.elect_preferred(partitions)
+        return self._asking(Task.start(step, "the preferred leader election").outcome)
 
     def _all_partitions(self) -> list[TopicPartition]:
         out: list[TopicPartition] = []

@@ -11,20 +11,31 @@ from __future__ import annotations
 
 import contextlib
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from lab.engine.clients import ConsumerRecord, Producer, RecordMetadata
 from lab.engine.cluster import Cluster
-from lab.engine.errors import KafkaError
+from lab.engine.errors import KafkaError, KafkaTimeout
 from lab.engine.ids import TopicPartition
 from lab.engine.tasks import Pending
 from lab.scenarios.format import PRODUCER_FIELDS, Scenario, Step
 
 POLL_MS = 50  # how often a waiting step looks again, in virtual ms
+# The facade's bounds on its waits, which a step that waits the runner's way keeps.
+ANSWER_MS = 30_000  # ZooKeeper's answer to an admin write
+LEADERS_MS = 30_000  # a new topic's (or partitions') leaders; a deleted topic's znodes going
+CONFIG_MS = 10_000  # the controller reading a config change
 MAX_VIRTUAL_MS = 3_600_000  # the virtual time a run may take, from its start, where its driver owns the clock
+
+T = TypeVar("T")
+
+
+def _timed_out(ms: int, what: str) -> str:
+    """What a step says when it waited too long: the facade's KAFKA_TIMEOUT, word for word."""
+    return str(KafkaTimeout(f"timed out after {ms} ms waiting for {what}"))
 
 
 @dataclass(slots=True)
@@ -66,6 +77,8 @@ class _Waiting:
     deadline_ms: int | None = None
     on_timeout: Callable[[], str] | None = None
     succeed_on_timeout: bool = False
+    then: Callable[[], None] | None = None  # once poll is true: the step goes on (and may wait again)
+    error: KafkaError | None = None  # what poll raised: the step fails with it
 
 
 class ScenarioRun:
@@ -121,8 +134,9 @@ class ScenarioRun:
                     if now < waiting.due_ms:
                         return waiting.due_ms
                     self._finish(True)
-                elif waiting.poll():
-                    self._finish(True)
+                elif self._polled(waiting):
+                    self._go_on(waiting)
+                    continue  # the next step, or the next wait of this one
                 elif waiting.deadline_ms is not None and now >= waiting.deadline_ms:
                     self._finish(
                         waiting.succeed_on_timeout,
@@ -145,9 +159,43 @@ class ScenarioRun:
             if self._waiting is None:
                 self._finish(self._current.ok)
 
+    @staticmethod
+    def _polled(waiting: _Waiting) -> bool:
+        """Whether what ``waiting`` waits for has come; an error it ends with counts as come (and fails the step)."""
+        assert waiting.poll is not None
+        if waiting.error is not None:
+            return True
+        try:
+            return waiting.poll()
+        except KafkaError as exc:
+            waiting.error = exc
+            return True
+
+    def _go_on(self, waiting: _Waiting) -> None:
+        """What ``waiting`` waited for has come: the step passes, fails with the error, or waits again."""
+        self._waiting = None
+        if waiting.error is not None:
+            self._finish(False, str(waiting.error))
+            return
+        if waiting.then is not None:
+            try:
+                waiting.then()
+            except KafkaError as exc:
+                self._waiting = None
+                self._finish(False, str(exc))
+                return
+            if self._waiting is not None:
+                return
+        assert self._current is not None
+        self._finish(self._current.ok)
+
     def condition(self) -> Callable[[], bool] | None:
-        """What the waiting step waits for, if it waits for a condition (not just time)."""
-        return None if self._waiting is None else self._waiting.poll
+        """What the waiting step waits for, if it waits for a condition (not just time); an error it
+        ends with counts as true, for ``advance`` to report."""
+        waiting = self._waiting
+        if waiting is None or waiting.poll is None:
+            return None
+        return lambda: self._polled(waiting)
 
     def deadline(self) -> int:
         waiting = self._waiting
@@ -183,6 +231,7 @@ class ScenarioRun:
         on_timeout: Callable[[], str],
         *,
         succeed_on_timeout: bool = False,
+        then: Callable[[], None] | None = None,
     ) -> None:
         now = self.cluster.now_ms
         self._waiting = _Waiting(
@@ -191,36 +240,108 @@ class ScenarioRun:
             deadline_ms=now + timeout_ms,
             on_timeout=on_timeout,
             succeed_on_timeout=succeed_on_timeout,
+            then=then,
         )
+
+    def _answered(self, answer: Pending[T], what: str, then: Callable[[T], None] | None = None) -> None:
+        """Wait, the runner's way, for a request in flight (ZooKeeper's answer to an admin write), as long
+        as the facade waits for one: its error fails the step; its answer goes on to ``then`` (which may
+        wait again, for the controller, say)."""
+
+        def go_on() -> None:
+            value = answer.result()  # Kafka's error, if it was refused
+            if then is not None:
+                then(value)
+
+        self._wait_for(answer.done, ANSWER_MS, lambda: _timed_out(ANSWER_MS, what), then=go_on)
+
+    def _until(self, poll: Callable[[], bool], timeout_ms: int, what: str) -> None:
+        """Wait for ``poll``, failing as the facade's ``wait_for`` does after ``timeout_ms``."""
+        self._wait_for(poll, timeout_ms, lambda: _timed_out(timeout_ms, what))
 
     # ------------------------------------------------------------------ steps
 
     def _do_note(self, step: Step) -> None:
         """Narration for the people watching: its label is the text."""
 
+    # The admin steps start their request and wait between engine steps, never inside one, so on a live
+    # lab the driver runs on (a paused controller holds the step, not the lab); the bounds and errors
+    # are the facade's.
+
     def _do_create_topic(self, step: Step) -> None:
         a = step.args
+        name = a["name"]
         assignment = a.get("assignment")
         if assignment is not None:
-            self.cluster.create_topic(
-                a["name"], config=a.get("config"), assignment={int(p): list(r) for p, r in assignment.items()}
+            answer = self.cluster.begin_create_topic(
+                name, config=a.get("config"), assignment={int(p): list(r) for p, r in assignment.items()}
             )
         else:
-            self.cluster.create_topic(
-                a["name"],
+            answer = self.cluster.begin_create_topic(
+                name,
                 partitions=a.get("partitions", 1),
                 replication_factor=a.get("replication_factor", 1),
                 config=a.get("config"),
             )
 
+        def leaders(placement: Mapping[int, object]) -> None:
+            self._until(
+                lambda: self.cluster.partitions_usable(name, placement),
+                LEADERS_MS,
+                f"every partition of {name} to have a leader",
+            )
+
+        self._answered(answer, "the topic's znodes", leaders)
+
     def _do_delete_topic(self, step: Step) -> None:
-        self.cluster.delete_topic(step.args["name"])
+        name = step.args["name"]
+        asked: list[Pending[bool]] = []  # the question "is it still there?" in flight, or its answer
+
+        def gone() -> bool:
+            if asked and asked[0].done():
+                if not asked[0].result():  # ZooKeeper's error fails the step
+                    return True  # (and stays so: the answer is kept)
+                asked.clear()
+            if not asked:
+                asked.append(self.cluster.begin_topic_exists(name))
+            return False
+
+        self._answered(
+            self.cluster.begin_delete_topic(name),
+            "the deletion request",
+            lambda _: self._until(gone, LEADERS_MS, f"topic {name} to be deleted"),
+        )
 
     def _do_add_partitions(self, step: Step) -> None:
-        self.cluster.create_partitions(step.args["topic"], step.args["total"])
+        topic = step.args["topic"]
+
+        def leaders(new: list[int]) -> None:
+            self._until(
+                lambda: self.cluster.partitions_usable(topic, new),
+                LEADERS_MS,
+                f"the new partitions of {topic} to have leaders",
+            )
+
+        self._answered(
+            self.cluster.begin_create_partitions(topic, step.args["total"]),
+            f"the partitions of {topic}",
+            leaders,
+        )
 
     def _do_set_config(self, step: Step) -> None:
-        self.cluster.alter_topic_config(step.args["topic"], step.args["config"])
+        topic = step.args["topic"]
+
+        def taken_in(merged: dict[str, str]) -> None:
+            # As alter_topic_config: done once the controller reads the change (at once without one).
+            self._until(
+                lambda: self.cluster.config_taken_in(topic, merged),
+                CONFIG_MS,
+                f"the controller to read {topic}'s new config",
+            )
+
+        self._answered(
+            self.cluster.begin_alter_topic_config(topic, step.args["config"]), "the config change", taken_in
+        )
 
     def _do_produce(self, step: Step) -> None:
         a = step.args
@@ -418,14 +539,18 @@ class ScenarioRun:
 
     def _do_reassign(self, step: Step) -> None:
         tp = TopicPartition.parse(step.args["partition"])
-        self.cluster.reassign_partitions({(tp.topic, tp.partition): step.args["replicas"]}, wait=False)
+        plan = {(tp.topic, tp.partition): step.args["replicas"]}
+        self._answered(self.cluster.begin_reassign_partitions(plan), "the reassignment")
 
     def _do_elect_preferred(self, step: Step) -> None:
         names = step.args.get("partitions")
         parts = (
             None if names is None else [(tp.topic, tp.partition) for tp in map(TopicPartition.parse, names)]
         )
-        self.cluster.elect_preferred_leaders(parts, wait=False)
+        if parts is None:  # every partition: the list is read first, as the facade does
+            self.cluster.elect_preferred_leaders(None, wait=False)
+            return
+        self._answered(self.cluster.begin_elect_preferred_leaders(parts), "the preferred leader election")
 
     def _do_expect(self, step: Step) -> None:
         assert self._current is not None

@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from lab.classroom.content import FIXTURES
 from lab.classroom.player import ScenarioPlayer
+from lab.engine.cluster import Cluster
 from lab.engine.errors import IllegalState
 from lab.runtime.live import LiveLab
 from lab.scenarios.format import load, parse
-from tests.classroom.helpers import live_lab, on_driver
+from tests.classroom.helpers import FakeWall, live_lab, on_driver
 from tests.processes import wait_until
+from tests.walltime import advance, now_ms, pause_controller
 
 SCENARIOS = FIXTURES / "scenarios"
 
@@ -160,3 +162,105 @@ def test_a_paused_scenario_can_be_cancelled_between_steps(tmp_path: Path, labs: 
     assert on_driver(live, player.cancel).startswith("Scenario cancelled before step 2 (")
     assert player.view.status == "cancelled"
     assert [r.state for r in player.view.rows[:3]] == ["passed", "skipped", "skipped"]
+
+
+ADMIN_STEPS = """\
+name: Admin steps
+cluster: {brokers: 3}
+steps:
+  - create_topic: {name: orders, partitions: 1, replication_factor: 3}
+  - %s
+  - note: after it
+"""
+
+
+@pytest.mark.parametrize(
+    ("step", "label", "done"),
+    [
+        (
+            "create_topic: {name: audit, partitions: 2, replication_factor: 3}",
+            "create topic audit",
+            lambda c: c.partitions_usable("audit", [0, 1]),
+        ),
+        (
+            "add_partitions: {topic: orders, total: 3}",
+            "add partitions",
+            lambda c: c.partitions_usable("orders", [0, 1, 2]),
+        ),
+        (
+            "set_config: {topic: orders, config: {retention.ms: 60000}}",
+            "set config",
+            lambda c: c.topic_config("orders") == {"retention.ms": "60000"},
+        ),
+        ("delete_topic: orders", "delete topic", lambda c: c.topics() == []),
+    ],
+)
+def test_an_admin_step_the_controller_does_not_answer_holds_up_no_one_else(
+    tmp_path: Path, labs: list[LiveLab], step: str, label: str, done: Callable[[Cluster], bool]
+) -> None:
+    wall = FakeWall()
+    live = live_lab(tmp_path, "admin-steps", wall=wall, config={"zookeeper.session.timeout.ms": "6000"})
+    labs.append(live)
+    player = ScenarioPlayer(parse(ADMIN_STEPS % step, slug="admin-steps"), lab="admin-steps")
+    live.add_tick_hook("player", player.tick)
+    on_driver(live, player.step)
+    until(live, wall, lambda: player.view.rows[0].state == "passed")
+    controller = pause_controller(live)
+    before = now_ms(live)
+    on_driver(live, player.step)  # the step starts; the driver goes on
+    assert now_ms(live) - before < 1000  # another call answered, and the clock did not leap
+    assert player.view.rows[1].label.startswith(label)
+    assert player.view.rows[1].state == "running"
+    advance(live, wall, 1.0)
+    assert 1000 <= now_ms(live) - before < 3000
+    assert player.view.rows[1].state == "running"  # the lab's clock runs; the step waits for the controller
+    on_driver(live, lambda lab: lab.cluster.resume_broker(controller))
+    until(live, wall, lambda: player.view.rows[1].state != "running")
+    assert player.view.rows[1].state == "passed", player.view.rows[1]
+    assert on_driver(live, lambda lab: done(lab.cluster))
+    on_driver(live, player.play)
+    until(live, wall, lambda: player.view.finished)
+    assert player.view.status == "passed", player.view.rows
+
+
+def until(live: LiveLab, wall: FakeWall, done: Callable[[], bool], seconds: float = 60.0) -> None:
+    """Move the lab's clock on until ``done()`` (at most ``seconds`` of its time)."""
+    moved = 0.0
+    while not done():
+        assert moved < seconds, f"not done after {seconds:g} s of the lab's time"
+        advance(live, wall, 0.5)
+        moved += 0.5
+
+
+@pytest.mark.parametrize(
+    ("step", "label"),
+    [
+        ("create_topic: {name: audit, partitions: 1, replication_factor: 3}", "create topic audit"),
+        ("reassign: {partition: orders-0, replicas: [3, 2, 1]}", "reassign"),
+        ("elect_preferred: {partitions: [orders-0]}", "elect preferred"),
+    ],
+)
+def test_an_admin_step_zookeeper_is_slow_to_answer_holds_up_no_one_else(
+    tmp_path: Path, labs: list[LiveLab], step: str, label: str
+) -> None:
+    from lab.engine.metadata.store import LinkState
+
+    wall = FakeWall()
+    live = live_lab(tmp_path, "slow-admin", wall=wall, config={"zookeeper.session.timeout.ms": "6000"})
+    labs.append(live)
+    player = ScenarioPlayer(parse(ADMIN_STEPS % step, slug="slow-admin"), lab="slow-admin")
+    live.add_tick_hook("player", player.tick)
+    on_driver(live, player.step)
+    until(live, wall, lambda: player.view.rows[0].state == "passed")
+    # The lab's admin client reaches ZooKeeper, but its answers are held: a slow, connected server.
+    on_driver(live, lambda lab: lab.cluster._admin.set_link(LinkState.HELD))
+    before = now_ms(live)
+    on_driver(live, player.step)
+    assert now_ms(live) - before < 1000  # another call answered, and the clock did not leap
+    assert player.view.rows[1].label.startswith(label)
+    advance(live, wall, 1.0)
+    assert 1000 <= now_ms(live) - before < 3000
+    assert player.view.rows[1].state == "running"
+    on_driver(live, lambda lab: lab.cluster._admin.set_link(LinkState.OPEN))
+    until(live, wall, lambda: player.view.rows[1].state != "running")
+    assert player.view.rows[1].state == "passed", player.view.rows[1]

@@ -81,3 +81,44 @@ def test_a_topic_step_kafka_refuses_fails_with_kafkas_error() -> None:
     assert [r.ok for r in results] == [False, True, False]
     assert "INVALID_TOPIC_EXCEPTION: Topic '__consumer_offsets' is an internal topic" in results[0].detail
     assert "INVALID_TOPIC_EXCEPTION: Topic 'a_b' collides with existing topics: a.b" in results[2].detail
+
+
+def test_admin_steps_keep_the_facades_bounds_and_errors(tmp_path: Path) -> None:
+    scenario = parse(
+        "name: admin\ncluster: {brokers: 2}\nsteps:\n"
+        "  - create_topic: {name: t, partitions: 2, replication_factor: 2}\n"
+        "  - delete_topic: nope\n"
+        "  - set_config: {topic: t, config: {retention.ms: soon}}\n"
+        "  - add_partitions: {topic: t, total: 1}\n"
+        "  - set_config: {topic: u, config: {retention.ms: 60000}}\n"
+        "  - create_topic: {name: u, partitions: 1, replication_factor: 2}\n"
+        "  - set_config: {topic: u, config: {retention.ms: 60000}}\n"
+        "  - add_partitions: {topic: u, total: 3}\n"
+        "  - delete_topic: t\n"
+        "  - kill: 2\n"
+        "  - create_topic: {name: stranded, assignment: {0: [2]}}\n"
+        "  - delete_topic: u\n"
+        "  - note: the end\n",
+        source="admin.yaml",
+    )
+    cluster = cluster_for(scenario, tmp_path)
+    try:
+        run = ScenarioRun(scenario, cluster)
+        assert drive(run) is None
+        results = run.results
+        oks = [True, False, False, False, False, True, True, True, True, True, False, True, True]
+        assert [r.ok for r in results] == oks
+        assert results[1].detail == "UNKNOWN_TOPIC_OR_PARTITION: Topic 'nope' does not exist."
+        assert results[2].detail.startswith("INVALID_CONFIG: ")
+        assert results[3].detail == (
+            "INVALID_PARTITIONS: Topic currently has 2 partitions, which is higher than the requested 1."
+        )
+        assert results[4].detail == "UNKNOWN_TOPIC_OR_PARTITION: Topic 'u' does not exist."
+        # Its only replica is on a dead broker: no leader, and the step gives up when the facade would.
+        assert results[10].detail == (
+            "TIMEOUT: timed out after 30000 ms waiting for every partition of stranded to have a leader"
+        )
+        assert 30_000 < results[11].time_ms - results[10].time_ms < 30_100  # ZooKeeper's answer, then 30 s
+        assert cluster.topics() == ["stranded"]  # written to ZooKeeper, as Kafka leaves it
+    finally:
+        cluster.close()
