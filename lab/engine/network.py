@@ -13,6 +13,7 @@ they travel. Faults are what a real network does:
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -77,12 +78,19 @@ class Network:
         self._cuts: set[tuple[NodeId, NodeId]] = set()
         self._cut_from_clients: set[NodeId] = set()  # brokers that no client reaches (nor answers)
         self._delay: dict[NodeId, int] = {}
+        # Correlation ids are unique on the whole network, not per endpoint: a node that comes back
+        # (a restarted broker, a client made again under the same name) must never take an answer
+        # meant for its previous life as the answer to a new request.
+        self._correlations = itertools.count(1)
         self._drops: list[DropRule] = []
         self._in_flight: dict[int, Envelope] = {}
         self._next_id = 0
         self.stats = NetworkStats()
 
     # Membership.
+
+    def next_correlation_id(self) -> int:
+        return next(self._correlations)
 
     def attach(self, node: NodeId, handler: Handler) -> None:
         self._handlers[node] = handler
@@ -229,7 +237,6 @@ class Endpoint:
         self._scheduler = scheduler
         self._handle_request = handle_request
         self._outstanding: dict[int, _Outstanding] = {}
-        self._next_correlation = 0
         # The gate lets a paused broker hold what arrives until it resumes.
         self._gate = gate
         network.attach(node, self._receive)
@@ -244,8 +251,7 @@ class Endpoint:
                 out.callback(error)
 
     def request(self, dst: NodeId, body: Any, callback: ResponseCallback, *, timeout_ms: int) -> int:
-        self._next_correlation += 1
-        cid = self._next_correlation
+        cid = self.network.next_correlation_id()
         timer = self._scheduler.call_later(timeout_ms, self._run, self._timed_out, cid, label="timeout")
         self._outstanding[cid] = _Outstanding(dst, callback, timer)
         self.network.send(self.node, dst, body, correlation_id=cid)
@@ -287,9 +293,10 @@ class Endpoint:
         if not env.is_response:
             self._handle_request(env)
             return
-        out = self._outstanding.pop(env.correlation_id, None)
-        if out is None:
+        out = self._outstanding.get(env.correlation_id)
+        if out is None or out.dst != env.src:
             return  # timed out already, or the answer to a request we forgot
+        del self._outstanding[env.correlation_id]
         Scheduler.cancel(out.timer)
         if isinstance(env.body, Disconnected):
             out.callback(NetworkException(f"connection to {env.body.node} refused: it is not running"))

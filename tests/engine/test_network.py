@@ -374,3 +374,24 @@ def test_a_closed_gate_drops_what_arrives() -> None:
     _run_all(s)
     assert served == []
     assert [type(r) for r in got] == [RequestTimedOut]
+
+
+def test_a_node_made_again_never_takes_an_answer_meant_for_its_previous_life() -> None:
+    # A client closed and made again under the same name (or a restarted broker) asks anew; the
+    # answer to what its previous life asked, still in flight, must not resolve the new request.
+    s = Scheduler()
+    net = Network(s, latency_ms=10)
+    asked: list[Envelope] = []
+    server = Endpoint(net, s, 2, asked.append)  # it answers when the test says
+    first = Endpoint(net, s, "client", lambda env: None)
+    first.request(2, PingRequest(n=1), lambda body: None, timeout_ms=1_000)
+    s.run_until(10)
+    first.close()
+    again = Endpoint(net, s, "client", lambda env: None)
+    answers: list[Any] = []
+    again.request(2, PingRequest(n=2), answers.append, timeout_ms=1_000)
+    s.run_until(20)
+    for env in asked:
+        server.respond(env, PingResponse(n=env.body.n))
+    _run_all(s)
+    assert answers == [PingResponse(n=2)]
