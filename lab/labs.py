@@ -107,9 +107,7 @@ def instance_id() -> str:
 
 
 def spec_of(lab: Lab) -> LabSpec:
-    """The lab's spec, with its listener ports as the database has them (the ``LabPort`` rows are
-    the truth; the copy in ``settings`` only follows them)."""
-    spec = LabSpec.from_settings(
+    return LabSpec.from_settings(
         slug=lab.slug,
         name=lab.name,
         data_dir=lab.data_dir,
@@ -117,7 +115,6 @@ def spec_of(lab: Lab) -> LabSpec:
         brokers=lab.brokers,
         settings=lab.spec_settings(),
     )
-    return spec.with_ports(ports.ports_of(lab))
 
 
 def save_spec(lab: Lab, spec: LabSpec) -> None:
@@ -226,12 +223,16 @@ def live_of(lab: Lab) -> LiveLab:
     if running is not None and running.state != "stopped":
         return running
     store = store_for_labs()
-    try:
-        ports.ensure_ports(lab)
-    except ports.NoFreePorts as error:  # the lab runs all the same; its page says why it has no listeners
-        log.warning("lab %s: %s", lab.slug, error.message)
+    spec = spec_of(lab)
+    if any(b not in spec.ports for b in range(1, lab.brokers + 1)):
+        # A lab made before labs had listeners: its ports now (lab.ports), kept from then on.
+        try:
+            spec = spec.with_ports(ports.ensure_ports(lab))
+            save_spec(lab, spec)
+        except ports.NoFreePorts as error:  # the lab runs all the same; its page says why it has no listeners
+            log.warning("lab %s: %s", lab.slug, error.message)
     live = runtime.start(
-        spec_of(lab),
+        spec,
         zookeeper=store.zookeeper,
         fallback_reason=store.fallback_reason,
         renderer=TemplateRenderer(lab.slug),

@@ -4,9 +4,9 @@ Ports come from ``LAB_WIRE_PORTS`` (default ``19092-19999``), the lowest free on
 lab of a fresh ``make run`` is at 19092, 19093, 19094. ``allocate`` runs inside the transaction that
 makes the lab (``lab.labs.create_lab``), after the makers' lock (``lab.limits``), so two labs made at
 once take turns; ``LabPort.port`` being unique is the database's last word even so. A port something
-on this machine already listens on is passed over. The rows live as long as the lab: ``make run``
-reopens the same ports after a restart, so a client's ``bootstrap.servers`` stays right, and
-deleting the lab frees them.
+on this machine already listens on is passed over. The rows live as long as the lab and the lab's
+settings keep a copy (``ports``, what starting it reads, with no query): ``make run`` reopens the same
+ports after a restart, so a client's ``bootstrap.servers`` stays right; deleting the lab frees them.
 """
 
 from __future__ import annotations

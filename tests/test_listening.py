@@ -18,7 +18,7 @@ from lab.accounts.models import Role, set_role
 from lab.classroom.models import Demo, DemoViewer
 from lab.labs import live_of
 from lab.listening import LISTENERS_VIEW
-from lab.models import Lab
+from lab.models import Lab, LabPort
 from lab.ports import ports_of
 from lab.runtime.live import LiveLab
 from lab.runtime.manager import runtime
@@ -209,3 +209,15 @@ def test_only_people_who_may_see_the_lab_see_its_listeners_and_a_demo_s_viewers_
     assert 'data-readonly="true"' in page
     assert bootstrap in page
     assert 'id="view-connect"' in page
+
+
+def test_a_lab_made_before_labs_had_listeners_gets_ports_when_it_starts_and_keeps_them() -> None:
+    lab = make_lab(make_user(), "Old lab")
+    LabPort.objects.filter(lab=lab).delete()
+    lab.settings = {k: v for k, v in lab.settings.items() if k != "ports"}
+    lab.save(update_fields=["settings"])
+    live = _started(Lab.objects.get(pk=lab.pk))
+    given = ports_of(lab)
+    assert sorted(given) == [1, 2, 3]
+    assert Lab.objects.get(pk=lab.pk).settings["ports"] == {str(b): p for b, p in given.items()}
+    assert _listeners(live).bootstrap_servers == ",".join(f"127.0.0.1:{given[b]}" for b in (1, 2, 3))
