@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
+
+from lab.runtime.listeners import ListenerState
 from lab.runtime.live import LiveLab
 from lab.visuals.listeners import ListenersView, Snippet, listeners_view, snippets
 
@@ -21,13 +24,24 @@ NO_PORTS = (
 
 
 def view_of(live: LiveLab) -> ListenersView:
-    """The lab's listeners now (any thread: it reads their states and the clock, not the engine)."""
+    """The lab's listeners now (any thread: it reads their states and the clock, not the engine).
+    While the lab starts (or resets) they are not there yet, but their addresses are known."""
     listeners = live.listeners
-    states = listeners.states() if listeners is not None else []
-    missing = NO_PORTS if not live.spec.ports else ""
-    if not states and live.spec.ports and live.state in ("starting", "resetting"):
-        missing = "The brokers' listeners open once the lab has started."
-    return listeners_view(states, rate=live.clock.rate, paused=live.clock.paused, missing=missing)
+    if listeners is not None:
+        states = listeners.states()
+    else:
+        host = live.listen.advertised_host if live.listen is not None else str(settings.LAB_ADVERTISED_HOST)
+        states = [
+            ListenerState(broker_id=b, host=host, port=port, open=False)
+            for b, port in sorted(live.spec.ports.items())
+        ]
+    return listeners_view(
+        states,
+        rate=live.clock.rate,
+        paused=live.clock.paused,
+        missing="" if live.spec.ports else NO_PORTS,
+        opening=listeners is None and live.state in ("starting", "resetting"),
+    )
 
 
 def snippets_for(view: ListenersView, topics: Any) -> tuple[Snippet, ...]:

@@ -16,12 +16,13 @@ from pytest_django.fixtures import Settings
 
 from lab.accounts.models import Role, set_role
 from lab.classroom.models import Demo, DemoViewer
-from lab.labs import live_of
-from lab.listening import LISTENERS_VIEW
+from lab.labs import live_of, spec_of
+from lab.listening import LISTENERS_VIEW, view_of
 from lab.models import Lab, LabPort
 from lab.ports import ports_of
-from lab.runtime.live import LiveLab
+from lab.runtime.live import Listen, LiveLab
 from lab.runtime.manager import runtime
+from lab.visuals.clock import speed_label
 from lab.visuals.listeners import ListenersView
 from tests.labhelpers import make_lab, make_user
 
@@ -179,7 +180,7 @@ def test_paused_or_slowed_the_page_says_clients_keep_wall_time(client: Client) -
     assert "data-clock-note" not in _page(client, lab)
     live.act("clock-speed", {"rate": "0.1"}).result(10)
     note = _listeners(live, lambda v: v.clock_note).clock_note
-    assert "0.1x" in note
+    assert speed_label(0.1) in note
     assert "wall time" in note
     assert "request.timeout.ms" in note
     assert "data-clock-note" in _page(client, lab)
@@ -221,3 +222,13 @@ def test_a_lab_made_before_labs_had_listeners_gets_ports_when_it_starts_and_keep
     assert sorted(given) == [1, 2, 3]
     assert Lab.objects.get(pk=lab.pk).settings["ports"] == {str(b): p for b, p in given.items()}
     assert _listeners(live).bootstrap_servers == ",".join(f"127.0.0.1:{given[b]}" for b in (1, 2, 3))
+
+
+def test_while_the_lab_starts_its_addresses_are_known_and_its_listeners_opening() -> None:
+    lab = make_lab(make_user(), "Starting")
+    starting = LiveLab(spec_of(lab), zookeeper=None, listen=Listen(advertised_host="10.0.0.5"))  # not started
+    view = view_of(starting)
+    ports = ports_of(lab)
+    assert view.bootstrap_servers == ",".join(f"10.0.0.5:{ports[b]}" for b in (1, 2, 3))
+    assert [b.state for b in view.brokers] == ["opening"] * 3
+    assert "starting" in view.brokers[0].why

@@ -87,12 +87,11 @@ async def get_lab(request: HttpRequest, slug: str) -> Any:
 def listeners_out(live: LiveLab) -> dict[str, Any]:
     """``bootstrap_servers`` and each broker's listener, as the lab page shows them."""
     view = listening.view_of(live)
-    states = live.listeners.states() if live.listeners is not None else []
     return {
         "bootstrap_servers": view.bootstrap_servers,
         "listeners": [
-            {"broker": s.broker_id, "host": s.host, "port": s.port, "open": s.open, "error": s.error or None}
-            for s in states
+            {"broker": b.broker_id, "host": b.host, "port": b.port, "open": b.open, "error": b.error or None}
+            for b in view.brokers
         ],
     }
 

@@ -11,6 +11,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
+from lab.visuals.clock import speed_label
+
 
 class ListenerLike(Protocol):
     @property
@@ -33,13 +35,21 @@ def address(host: str, port: int) -> str:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class BrokerListenerView:
     broker_id: int
-    address: str  # as advertised: what a client connects to
+    host: str  # as advertised: what a client connects to
+    port: int
     open: bool
     error: str  # why it could not open (the port is busy), "" otherwise
+    opening: bool = False  # the lab is starting: its listeners open once it runs
+
+    @property
+    def address(self) -> str:
+        return address(self.host, self.port)
 
     @property
     def state(self) -> str:
-        return "failed" if self.error else "open" if self.open else "closed"
+        if self.error:
+            return "failed"
+        return "open" if self.open else "opening" if self.opening else "closed"
 
     @property
     def why(self) -> str:
@@ -47,6 +57,8 @@ class BrokerListenerView:
             return f"{self.error}. The broker runs, but clients cannot reach it here."
         if self.open:
             return "accepting Kafka clients"
+        if self.opening:
+            return "the lab is starting: its listeners open once it runs"
         return "the broker is not running: connections are refused, and open ones were dropped"
 
 
@@ -69,13 +81,13 @@ def clock_note(rate: float, *, paused: bool) -> str:
         )
     if rate < 1:
         return (
-            f"The lab runs at {rate:g}x: a second of the lab takes {1 / rate:g} s of yours. Your clients' "
+            f"The lab runs at {speed_label(rate)}: a second of the lab takes {1 / rate:g} s of yours. Your clients' "
             "timeouts (request.timeout.ms, delivery.timeout.ms, the consumer's session.timeout.ms) still "
             "run in wall time, so a request the lab answers late may time out on the client first."
         )
     if rate > 1:
         return (
-            f"The lab runs at {rate:g}x: the brokers' timeouts (a group member's session.timeout.ms, "
+            f"The lab runs at {speed_label(rate)}: the brokers' timeouts (a group member's session.timeout.ms, "
             f"replica.lag.time.max.ms) pass {rate:g} times faster than your clients' heartbeats, which "
             "run in wall time: a group of real consumers may see members expire and rebalance."
         )
@@ -83,10 +95,12 @@ def clock_note(rate: float, *, paused: bool) -> str:
 
 
 def listeners_view(
-    listeners: Iterable[ListenerLike], *, rate: float, paused: bool, missing: str = ""
+    listeners: Iterable[ListenerLike], *, rate: float, paused: bool, missing: str = "", opening: bool = False
 ) -> ListenersView:
     brokers = tuple(
-        BrokerListenerView(broker_id=s.broker_id, address=address(s.host, s.port), open=s.open, error=s.error)
+        BrokerListenerView(
+            broker_id=s.broker_id, host=s.host, port=s.port, open=s.open, error=s.error, opening=opening
+        )
         for s in sorted(listeners, key=lambda s: s.broker_id)
     )
     return ListenersView(
