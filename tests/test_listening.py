@@ -7,6 +7,9 @@ from __future__ import annotations
 import html
 import re
 import socket
+import subprocess
+import sys
+import threading
 from typing import Any
 
 import pytest
@@ -232,3 +235,48 @@ def test_while_the_lab_starts_its_addresses_are_known_and_its_listeners_opening(
     assert view.bootstrap_servers == ",".join(f"10.0.0.5:{ports[b]}" for b in (1, 2, 3))
     assert [b.state for b in view.brokers] == ["opening"] * 3
     assert "starting" in view.brokers[0].why
+
+
+def _first_line_with(command: list[str], wanted: str, timeout_s: float = 30.0) -> str:
+    """Run a program that never ends by itself (a consumer) until it prints ``wanted``; that line."""
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    timer = threading.Timer(timeout_s, process.kill)
+    timer.start()
+    try:
+        assert process.stdout is not None
+        for line in process.stdout:
+            if wanted in line:
+                return line.strip()
+        raise AssertionError(f"{command[:2]} ended without printing {wanted!r}")
+    finally:
+        timer.cancel()
+        process.kill()
+        process.wait()
+
+
+def test_the_snippets_run_as_copied_from_the_page(client: Client) -> None:
+    ada = make_user()
+    client.force_login(ada)  # type: ignore[arg-type]
+    lab = make_lab(ada)
+    _listeners(_started(lab))
+    page = _page(client, lab)
+    snippets = {
+        name: html.unescape(text)
+        for name, text in re.findall(
+            r'<pre class="snippet-code" id="snippet-([\w-]+)"[^>]*>(.*?)</pre>', page, re.S
+        )
+    }
+    listing, produce, consume = snippets["kcat"].splitlines()
+    brokers = subprocess.run(["bash", "-c", listing], capture_output=True, text=True, timeout=30, check=True)
+    assert " 3 brokers:" in brokers.stdout
+    subprocess.run(["bash", "-c", produce], timeout=30, check=True)
+    # As in a terminal, where kcat writes each record's line at once (into a pipe it would buffer them).
+    line = _first_line_with(["bash", "-c", f"exec stdbuf -oL {consume}"], "key1 hello")
+    assert line.endswith("key1 hello")
+    # The Python ones produce a record too, and their consumers read from the earliest.
+    # Each in a group of its own: the one before was killed without leaving my-app, whose coordinator
+    # would hold a rebalance until that member's session expired.
+    for name in ("kafka-python", "confluent-kafka"):
+        program = snippets[name].replace('"my-app"', f'"my-app-{name}"')
+        line = _first_line_with([sys.executable, "-u", "-c", program], "hello", timeout_s=60)
+        assert "key1" in line, name
