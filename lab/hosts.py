@@ -188,3 +188,27 @@ def classroom_lines(host: str, port: int, *, debug: str = "") -> list[str]:
             "DJANGO_ALLOWED_HOSTS=name make run HOST=..."
         )
     return lines
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WireHosts:
+    """Where labs' Kafka listeners bind, and the host their brokers advertise to clients."""
+
+    bind: str
+    advertised: str
+
+
+def wire_hosts(listen: Listen | None, advertised: str = "") -> WireHosts:
+    """The Kafka listeners follow the site: on loopback (or not started by lab.serve) they bind
+    127.0.0.1 and advertise it; for a class (``0.0.0.0`` or ``::``) they bind every interface and
+    advertise this machine's primary address, which a student's client can reach (a client
+    connects to the advertised host of every broker, so 127.0.0.1 would send it to its own
+    machine); at one address they bind and advertise that one. ``advertised`` (LAB_ADVERTISED_HOST)
+    names another host: a DNS name, or the address a NAT forwards."""
+    advertised = advertised.strip().removeprefix("[").removesuffix("]")
+    if listen is None or listen.loopback:
+        return WireHosts(bind="127.0.0.1", advertised=advertised or "127.0.0.1")
+    if listen.everywhere:
+        primary = machine_addresses(ipv6=":" in listen.host)
+        return WireHosts(bind=listen.host, advertised=advertised or (primary[0] if primary else "127.0.0.1"))
+    return WireHosts(bind=listen.host, advertised=advertised or listen.host)

@@ -24,11 +24,14 @@ from django.template.loader import render_to_string
 from django.utils.text import slugify
 
 from lab import limits as lab_limits
+from lab import ports
 from lab.engine import limits
 from lab.engine.config import validate_broker_config
 from lab.engine.errors import IllegalArgument, PolicyViolation, ZooKeeperNotAvailable
+from lab.listening import LISTENERS_FRAGMENT, LISTENERS_VIEW
+from lab.listening import view_of as listeners_view
 from lab.models import Lab
-from lab.runtime.live import LiveLab
+from lab.runtime.live import Listen, LiveLab
 from lab.runtime.manager import runtime
 from lab.runtime.spec import (
     DEMO_BROKERS,
@@ -174,7 +177,7 @@ def create_lab(
             topics=tuple(topics),
             clients=tuple(clients),
         )
-        return Lab.objects.create(
+        lab = Lab.objects.create(
             name=name,
             slug=slug,
             owner=owner,
@@ -183,6 +186,9 @@ def create_lab(
             data_dir=spec.data_dir,
             zookeeper_chroot=spec.chroot,
         )
+        # Each broker's Kafka listener port, the lab's for its life (lab.ports); none left refuses the lab.
+        save_spec(lab, spec.with_ports(ports.allocate(lab, range(1, brokers + 1))))
+        return lab
 
 
 def delete_lab_data(lab: Lab) -> None:
@@ -212,17 +218,28 @@ def delete_lab_data(lab: Lab) -> None:
 
 
 def live_of(lab: Lab) -> LiveLab:
-    """The lab's runtime, started now if it is not running."""
+    """The lab's runtime, started now if it is not running, its brokers listening for Kafka clients."""
     running = runtime.get(lab.slug)
     if running is not None and running.state != "stopped":
         return running
     store = store_for_labs()
-    return runtime.start(
-        spec_of(lab),
+    spec = spec_of(lab)
+    if any(b not in spec.ports for b in range(1, lab.brokers + 1)):
+        # A lab made before labs had listeners: its ports now (lab.ports), kept from then on.
+        try:
+            spec = spec.with_ports(ports.ensure_ports(lab))
+            save_spec(lab, spec)
+        except ports.NoFreePorts as error:  # the lab runs all the same; its page says why it has no listeners
+            log.warning("lab %s: %s", lab.slug, error.message)
+    live = runtime.start(
+        spec,
         zookeeper=store.zookeeper,
         fallback_reason=store.fallback_reason,
         renderer=TemplateRenderer(lab.slug),
+        listen=Listen(bind_host=settings.LAB_WIRE_BIND_HOST, advertised_host=settings.LAB_ADVERTISED_HOST),
     )
+    live.add_view(LISTENERS_VIEW, listeners_view)
+    return live
 
 
 def zookeeper_outage(lab: Lab | None) -> str:
@@ -263,6 +280,9 @@ EXTRA_FRAGMENTS: dict[str, str] = {}
 
 def register_fragment(key: str, template: str) -> None:
     EXTRA_FRAGMENTS[key] = template
+
+
+register_fragment(LISTENERS_VIEW, LISTENERS_FRAGMENT)
 
 
 class TemplateRenderer:

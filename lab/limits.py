@@ -146,7 +146,7 @@ def take_a_place(owner: Any, using: str = "default") -> None:
     """
     if not transaction.get_connection(using).in_atomic_block:
         raise RuntimeError("take_a_place must run inside the transaction that makes the lab")
-    _one_maker_at_a_time(using)
+    one_maker_at_a_time(using)
     limits = current()
     instructor = is_instructor(owner)
     most = limits.per_person(instructor=instructor)
@@ -159,7 +159,8 @@ def take_a_place(owner: Any, using: str = "default") -> None:
         raise ServerFull(labs=labs)
 
 
-def _one_maker_at_a_time(using: str) -> None:
+def one_maker_at_a_time(using: str = "default") -> None:
+    """Make every other lab maker wait until this transaction ends (the lab's ports take it too)."""
     connection = connections[using]
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":

@@ -38,3 +38,23 @@ class Lab(models.Model):
 
     def spec_settings(self) -> dict[str, Any]:
         return dict(self.settings or {})
+
+
+class LabPort(models.Model):
+    """One broker's Kafka listener port, the lab's for as long as the lab exists (``lab.ports``).
+
+    The database keeps two labs off one port: ``port`` is unique across the server, so of two
+    makers that picked the same one, the second's insert fails instead of both listening there.
+    Deleting the lab deletes its rows, and the ports are free for the next lab.
+    """
+
+    lab = models.ForeignKey(Lab, on_delete=models.CASCADE, related_name="ports")
+    broker = models.PositiveSmallIntegerField()
+    port = models.PositiveIntegerField(unique=True)
+
+    class Meta:
+        ordering = ("lab", "broker")
+        constraints = [models.UniqueConstraint(fields=("lab", "broker"), name="one_port_per_broker")]
+
+    def __str__(self) -> str:
+        return f"{self.lab.slug} broker {self.broker}: {self.port}"

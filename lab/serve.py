@@ -157,7 +157,16 @@ def main(argv: list[str] | None = None) -> int:
         call_command("migrate", interactive=False, verbosity=0)
         _say(f"Database: {_database()} (migrated)")
 
-        from lab import labs
+        from django.conf import settings
+        from django.core.exceptions import ImproperlyConfigured
+
+        from lab import labs, ports
+
+        try:
+            wire_ports = ports.configured_range()
+        except ImproperlyConfigured as error:
+            _say(f"Kafka listeners: {error}")
+            return 1
 
         user, password = labs.ensure_demo_user()
         demo = labs.ensure_demo_lab(user)
@@ -169,6 +178,18 @@ def main(argv: list[str] | None = None) -> int:
             else "no demo lab: see the warning above"
         )
         _say(f"Labs: {', '.join(live.slug for live in started)} ({where})")
+        _say(
+            f"Kafka listeners: a port per broker from LAB_WIRE_PORTS ({wire_ports}) on "
+            f"{settings.LAB_WIRE_BIND_HOST}, advertised as {settings.LAB_ADVERTISED_HOST} (LAB_ADVERTISED_HOST)"
+        )
+        if demo is not None:
+            from lab.visuals.listeners import address
+
+            demo_ports = ports.ports_of(demo)
+            servers = ",".join(
+                address(settings.LAB_ADVERTISED_HOST, demo_ports[b]) for b in sorted(demo_ports)
+            )
+            _say(f"Kafka clients: the demo lab's bootstrap.servers={servers}")
         _say(
             f"Log in as {user.get_username()} with password {password} "
             f"(kept in {data_dir / labs.DEMO_PASSWORD_FILE})"

@@ -14,6 +14,10 @@ Driven by the environment where it matters:
   generated once and kept in ``<LAB_DATA_DIR>/secret-key``, the machine's addresses and names are
   allowed hosts (``DJANGO_ALLOWED_HOSTS`` adds more), and it stays plain HTTP (no https redirect,
   no secure-only cookies: a classroom LAN has no TLS; put a TLS proxy in front for anything else).
+* ``LAB_WIRE_PORTS`` (``19092-19999``): the ports labs' brokers listen on for Kafka clients, one per
+  broker, kept for the life of the lab (``lab.ports``). ``LAB_ADVERTISED_HOST``: the host brokers
+  tell clients to connect to; default 127.0.0.1 on loopback, this machine's primary address when
+  ``make run HOST=0.0.0.0`` serves a class.
 
 Limits (see README, "Limits"): ``LAB_MAX_LABS_PER_USER`` (10), ``LAB_MAX_LABS_PER_INSTRUCTOR`` (20),
 ``LAB_MAX_LIVE_LABS`` (40), enforced by ``lab.limits`` on every path that makes a lab.
@@ -37,7 +41,7 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 
 from django.core.exceptions import ImproperlyConfigured
 
-from lab.hosts import LISTEN_ENV_VAR, parse_listen, served_hosts
+from lab.hosts import LISTEN_ENV_VAR, parse_listen, served_hosts, wire_hosts
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -144,6 +148,16 @@ LAB_MAX_LIVE_LABS = _env_at_least_one("LAB_MAX_LIVE_LABS", 40)
 # Where lab.serve listens: on another machine's reach (not loopback) the lab serves a class.
 LAB_LISTEN = parse_listen(os.environ.get(LISTEN_ENV_VAR, ""))
 LAB_CLASSROOM = LAB_LISTEN is not None and not LAB_LISTEN.loopback
+
+# Each broker of a lab listens for Kafka clients on a port of its own, kept for the life of the lab
+# (lab/ports.py): taken from this range, below Linux's ephemeral ports (32768-60999) so that no
+# outgoing connection holds one, and wide enough for every lab the server takes at 12 brokers each.
+LAB_WIRE_PORTS = os.environ.get("LAB_WIRE_PORTS", "").strip() or "19092-19999"
+# The listeners bind where the site does and advertise the host a client reaches (lab.hosts.wire_hosts):
+# 127.0.0.1 on loopback; this machine's primary address for a class, or LAB_ADVERTISED_HOST.
+_WIRE = wire_hosts(LAB_LISTEN, os.environ.get("LAB_ADVERTISED_HOST", ""))
+LAB_WIRE_BIND_HOST = _WIRE.bind
+LAB_ADVERTISED_HOST = _WIRE.advertised
 
 # A class must never see DEBUG's pages (every URL, tracebacks, settings): off unless asked for.
 DEBUG = _env_flag("DJANGO_DEBUG", not LAB_CLASSROOM)

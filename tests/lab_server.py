@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -39,6 +40,9 @@ class LabServer:
             "DJANGO_SETTINGS_MODULE": "lab.settings",
         }
         self._env.pop("LAB_ZOOKEEPER", None)
+        # Its labs' Kafka listeners on ports of its own, apart from other servers' on this machine.
+        base = random.Random().randrange(20_000, 31_700, 50)
+        self._env["LAB_WIRE_PORTS"] = f"{base}-{base + 199}"
         if zookeeper:
             self._env["LAB_ZOOKEEPER"] = zookeeper
         self._env.update(env or {})

@@ -2,6 +2,7 @@
 
 import atexit
 import os
+import random
 import shutil
 import tempfile
 from pathlib import Path
@@ -25,3 +26,9 @@ if not os.environ.get("DATABASE_URL", "").strip():
         }
     }
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+# Each run of the suite takes its labs' Kafka listener ports (lab.ports) from a window of its own, so
+# runs side by side on one machine do not all reach for the same first ports: lab.ports passes over a
+# port in use, but two runs could pick one in the same instant, before either listens on it.
+_WIRE_BASE = random.Random().randrange(20_000, 31_700, 50)
+LAB_WIRE_PORTS = f"{_WIRE_BASE}-{_WIRE_BASE + 999}"

@@ -13,6 +13,7 @@ from lab.hosts import (
     served_hosts,
     student_addresses,
     student_urls,
+    wire_hosts,
 )
 
 
@@ -80,3 +81,19 @@ def test_students_open_the_address_the_page_was_opened_at_unless_it_is_loopback(
     for loopback in ("127.0.0.1:8080", "localhost:8080", "localhost", "[::1]:8080", "[::1]"):
         assert student_urls("http", loopback, everywhere)[0] == f"http://{_outbound_address()}:8080", loopback
         assert student_urls("http", loopback, Listen(host="127.0.0.1", port=8080)) == [], loopback
+
+
+def test_kafka_listeners_advertise_what_a_client_reaches() -> None:
+    """Loopback binds and advertises 127.0.0.1; a class binds everywhere and advertises this machine's
+    primary address (a student's client given 127.0.0.1 would look on its own machine); an address
+    binds and advertises itself; LAB_ADVERTISED_HOST names another (a DNS name, a NAT's address)."""
+    loopback = wire_hosts(Listen(host="127.0.0.1", port=8000))
+    assert (loopback.bind, loopback.advertised) == ("127.0.0.1", "127.0.0.1")
+    assert wire_hosts(None) == loopback  # not started by lab.serve
+    classroom = wire_hosts(Listen(host="0.0.0.0", port=8000))
+    assert (classroom.bind, classroom.advertised) == ("0.0.0.0", _outbound_address())
+    one = wire_hosts(Listen(host="10.1.2.3", port=8000))
+    assert (one.bind, one.advertised) == ("10.1.2.3", "10.1.2.3")
+    named = wire_hosts(Listen(host="0.0.0.0", port=8000), " kafka.lab.example.org ")
+    assert (named.bind, named.advertised) == ("0.0.0.0", "kafka.lab.example.org")
+    assert wire_hosts(Listen(host="::", port=8000), "[fd00::5]").advertised == "fd00::5"

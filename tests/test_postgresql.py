@@ -27,16 +27,18 @@ pytestmark = pytest.mark.postgresql
 
 REPO = Path(__file__).resolve().parent.parent
 
-# What runs on PostgreSQL: the models, the limits (their race tests above all), and the paths that
+# What runs on PostgreSQL: the models, the limits and the ports (their race tests above all), and the paths that
 # make labs through the database (the home page, createlab).
 ON_POSTGRESQL = [
     "tests/test_models.py",
     "tests/test_limits.py",
+    "tests/test_ports.py",
     "tests/management/commands/test_createlab.py",
 ]
 RACE_TESTS = {
     "test_four_requests_at_once_for_the_last_place_of_a_person_make_one_lab",
     "test_four_people_at_once_for_the_servers_last_two_places_make_two_labs",
+    "test_four_labs_made_at_once_get_twelve_different_ports",
 }
 
 

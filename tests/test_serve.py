@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import signal
 import socket
 import stat
@@ -184,3 +185,49 @@ def test_make_run_for_a_class_serves_with_debug_off_a_kept_secret_and_friendly_p
     finally:
         assert server.stop() == 0, server.output()
     assert "Traceback" not in server.output()
+
+
+def _bootstrap(output: str) -> str:
+    found = re.search(r"Kafka clients: the demo lab's bootstrap.servers=(\S+)", output)
+    assert found, output
+    return found.group(1)
+
+
+def test_make_run_for_a_class_advertises_brokers_at_the_address_students_reach(
+    tmp_path: Path, zookeeper: str
+) -> None:
+    """A student's client is told where every broker is: this machine's address, not 127.0.0.1 (which
+    would send it to the student's own machine)."""
+    from kafka import KafkaConsumer
+
+    server = LabServer(tmp_path, zookeeper=zookeeper, host="0.0.0.0")
+    try:
+        server.start()
+        address = _outbound_address()
+        bootstrap = _bootstrap(server.output())
+        assert [b.rpartition(":")[0] for b in bootstrap.split(",")] == [address] * 3
+        assert f"on 0.0.0.0, advertised as {address}" in server.output()
+        consumer = KafkaConsumer(bootstrap_servers=bootstrap, request_timeout_ms=20_000)
+        try:
+            assert "orders" in consumer.topics()
+            brokers = consumer._client.cluster.brokers()  # what the lab's Metadata answer advertised
+            assert {(b.host, b.port) for b in brokers} == {
+                (address, int(b.rpartition(":")[2])) for b in bootstrap.split(",")
+            }
+        finally:
+            consumer.close()
+    finally:
+        assert server.stop() == 0, server.output()
+
+
+def test_make_run_on_loopback_advertises_loopback_and_a_bad_port_range_is_named(tmp_path: Path) -> None:
+    server = LabServer(tmp_path / "ok")
+    try:
+        server.start()
+        bootstrap = _bootstrap(server.output())
+        assert all(b.startswith("127.0.0.1:") for b in bootstrap.split(","))
+    finally:
+        assert server.stop() == 0, server.output()
+    bad = LabServer(tmp_path / "bad", env={"LAB_WIRE_PORTS": "9092"})
+    assert bad.run_to_exit() == 1
+    assert "LAB_WIRE_PORTS is a range of TCP ports like 19092-19999" in bad.output()

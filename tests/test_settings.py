@@ -68,7 +68,8 @@ _CLASSROOM = (
     "import json, lab.settings as s; "
     "print(json.dumps({'debug': s.DEBUG, 'classroom': s.LAB_CLASSROOM, 'secret': s.SECRET_KEY, "
     "'hosts': s.ALLOWED_HOSTS, 'redirect': s.SECURE_SSL_REDIRECT, 'cookies': s.SESSION_COOKIE_SECURE, "
-    "'csrf_cookie': s.CSRF_COOKIE_SECURE, 'hsts': s.SECURE_HSTS_SECONDS}))"
+    "'csrf_cookie': s.CSRF_COOKIE_SECURE, 'hsts': s.SECURE_HSTS_SECONDS, "
+    "'wire': [s.LAB_WIRE_BIND_HOST, s.LAB_ADVERTISED_HOST, s.LAB_WIRE_PORTS]}))"
 )
 
 
@@ -140,6 +141,24 @@ def test_a_classroom_lan_is_plain_http_without_redirects_or_secure_only_cookies(
     # Behind a TLS proxy it is production again.
     proxied = _classroom(tmp_path, LAB_LISTEN="0.0.0.0:8080", DJANGO_BEHIND_PROXY="1")
     assert (proxied["redirect"], proxied["cookies"], proxied["hsts"]) == (True, True, 31_536_000)
+
+
+def test_a_class_s_kafka_clients_are_told_this_machine_s_address(tmp_path: Path) -> None:
+    """make run HOST=0.0.0.0: the brokers bind every interface and advertise the address the class
+    reaches; on loopback they stay on 127.0.0.1; LAB_ADVERTISED_HOST and LAB_WIRE_PORTS are the
+    operator's to set."""
+    assert _classroom(tmp_path, LAB_LISTEN="127.0.0.1:8000")["wire"] == [
+        "127.0.0.1",
+        "127.0.0.1",
+        "19092-19999",
+    ]
+    assert _classroom(tmp_path, LAB_LISTEN="0.0.0.0:8080")["wire"][:2] == ["0.0.0.0", _outbound_address()]
+    assert _classroom(
+        tmp_path,
+        LAB_LISTEN="0.0.0.0:8080",
+        LAB_ADVERTISED_HOST="kafka.school.example",
+        LAB_WIRE_PORTS="29092-29199",
+    )["wire"] == ["0.0.0.0", "kafka.school.example", "29092-29199"]
 
 
 def test_loopback_development_keeps_debug_and_the_operator_decides(tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ from django.contrib.auth import get_user_model
 from django.http import Http404, HttpRequest
 from ninja import Router, Status
 
-from lab import access
+from lab import access, listening
 from lab.api import driver
 from lab.api.errors import ERRORS
 from lab.api.schemas import LabDetailOut, LabIn, LabOut, MessageOut
@@ -75,11 +75,25 @@ async def create(request: HttpRequest, body: LabIn) -> Any:
     "/labs/{slug}", response={200: LabDetailOut, **ERRORS}, summary="A lab and its cluster's snapshot"
 )
 async def get_lab(request: HttpRequest, slug: str) -> Any:
+    """The lab, where its brokers listen for Kafka clients (``bootstrap_servers``, each broker's
+    listener: open while the broker runs), and its cluster's snapshot."""
     lab = await driver.lab_for(request, slug)
     live = await driver.live(lab)
     snapshot = await driver.run(live, lambda lab: lab.cluster.snapshot())
     out = await sync_to_async(lab_out)(lab, driver.user_of(request), live)
-    return {**out, "snapshot": snapshot}
+    return {**out, **listeners_out(live), "snapshot": snapshot}
+
+
+def listeners_out(live: LiveLab) -> dict[str, Any]:
+    """``bootstrap_servers`` and each broker's listener, as the lab page shows them."""
+    view = listening.view_of(live)
+    return {
+        "bootstrap_servers": view.bootstrap_servers,
+        "listeners": [
+            {"broker": b.broker_id, "host": b.host, "port": b.port, "open": b.open, "error": b.error or None}
+            for b in view.brokers
+        ],
+    }
 
 
 @router.delete("/labs/{slug}", response={204: None, **ERRORS}, summary="Delete a lab with its data")

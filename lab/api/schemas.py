@@ -179,7 +179,22 @@ class LabOut(Schema):
     can_act: bool
 
 
+class ListenerOut(Schema):
+    broker: int = Field(description="the broker's id")
+    host: str = Field(description="the host the broker advertises: what a client connects to")
+    port: int
+    open: bool = Field(
+        description="accepting connections now (false: the broker is down, or the port was busy)"
+    )
+    error: str | None = Field(None, description="why the listener could not open, e.g. its port is in use")
+
+
 class LabDetailOut(LabOut):
+    bootstrap_servers: str = Field(
+        description="comma-separated host:port of every broker's Kafka listener, for a client's "
+        "bootstrap.servers; empty when the lab has no listeners"
+    )
+    listeners: list[ListenerOut] = Field(description="each broker's Kafka listener")
     snapshot: dict[str, Any]
 
 

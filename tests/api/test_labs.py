@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import socket
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pytest_django.fixtures import Settings
 
-from lab.models import Lab
+from lab.models import Lab, LabPort
+from lab.ports import ports_of
 from tests.api.conftest import running
 from tests.api.helpers import Api, error, ok
 
@@ -133,3 +136,106 @@ def test_a_student_watching_a_demo_reads_it_but_cannot_change_it(grace: Api, tea
     error(grace.post(f"/labs/{made['slug']}/clock/pause"), 403, "FORBIDDEN")
     error(grace.delete(f"/labs/{made['slug']}"), 403, "FORBIDDEN")
     assert {b["state"] for b in ok(teacher.get(f"/labs/{made['slug']}"))["snapshot"]["brokers"]} == {"alive"}
+
+
+# ---------------------------------------------------------------------------- real Kafka clients
+
+
+def _listening(api: Api, slug: str, want: list[bool], timeout_s: float = 20.0) -> dict[str, Any]:
+    """The lab as the API shows it once its listeners are open (or not) as ``want`` says."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        detail: dict[str, Any] = ok(api.get(f"/labs/{slug}"))
+        if [b["open"] for b in detail["listeners"]] == want or time.monotonic() > deadline:
+            return detail
+        time.sleep(0.05)
+
+
+def test_the_api_tells_where_each_broker_listens_and_a_deleted_lab_frees_its_ports(ada: Api) -> None:
+    ok(ada.post("/labs", {"name": "Wired", "brokers": 3}), 201)
+    detail = _listening(ada, "wired", [True, True, True])
+    ports = ports_of(Lab.objects.get(slug="wired"))
+    assert detail["listeners"] == [
+        {"broker": b, "host": "127.0.0.1", "port": ports[b], "open": True, "error": None} for b in (1, 2, 3)
+    ]
+    assert detail["bootstrap_servers"] == ",".join(f"127.0.0.1:{ports[b]}" for b in (1, 2, 3))
+    ok(ada.post("/labs/wired/brokers/3/kill", {}))
+    assert _listening(ada, "wired", [True, True, False])["listeners"][2]["open"] is False
+    with pytest.raises(ConnectionRefusedError):
+        socket.create_connection(("127.0.0.1", ports[3]), timeout=5).close()
+
+    assert ada.delete("/labs/wired").status_code == 204
+    assert not LabPort.objects.exists()
+    for port in ports.values():  # closed with the lab, and free for the next
+        with pytest.raises(ConnectionRefusedError):
+            socket.create_connection(("127.0.0.1", port), timeout=5).close()
+
+
+def test_a_real_client_round_trips_records_through_a_lab_made_with_the_api(ada: Api) -> None:
+    """What a student does: make a lab, read bootstrap_servers, point kafka-python at it; what the
+    client wrote is in the lab, as the API and the message browser show it."""
+    from kafka import KafkaConsumer, KafkaProducer
+
+    ok(ada.post("/labs", {"name": "Own client", "brokers": 3}), 201)
+    ok(
+        ada.post(
+            "/labs/own-client/topics",
+            {
+                "name": "payments",
+                "partitions": 3,
+                "replication_factor": 3,
+                "config": {"min.insync.replicas": 2},
+            },
+        ),
+        201,
+    )
+    bootstrap = _listening(ada, "own-client", [True, True, True])["bootstrap_servers"]
+    sent = {f"key-{i}": f"payment {i}" for i in range(30)}
+    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", client_id="students-app")
+    try:
+        acked = [
+            producer.send("payments", key=k.encode(), value=v.encode()).get(timeout=30)
+            for k, v in sent.items()
+        ]
+    finally:
+        producer.close()
+    assert {(m.topic, m.partition) for m in acked} <= {("payments", p) for p in range(3)}
+
+    consumer = KafkaConsumer(
+        "payments",
+        bootstrap_servers=bootstrap,
+        group_id="billing",
+        auto_offset_reset="earliest",
+        consumer_timeout_ms=15_000,
+    )
+    try:
+        got: dict[str, str] = {}
+        for record in consumer:
+            got[record.key.decode()] = record.value.decode()
+            if len(got) == len(sent):
+                break
+        consumer.commit()
+    finally:
+        consumer.close()
+    assert got == sent
+
+    # The lab holds what the client wrote: the API reads it back, partition by partition...
+    stored = {
+        r["key"]: (r["value"], r["partition"], r["offset"])
+        for p in range(3)
+        for r in ok(ada.get("/labs/own-client/topics/payments/records", partition=p))["records"]
+    }
+    assert {k: v for k, (v, _, _) in stored.items()} == sent
+    assert {(m.partition, m.offset) for m in acked} == {(p, o) for _, p, o in stored.values()}
+    # ...the group's commits are the partitions' ends...
+    group = ok(ada.get("/labs/own-client/groups/billing"))
+    assert group["total_lag"] == 0, group
+    assert sum(group["committed"].values()) == len(sent), group
+    # ...and the message browser shows the records.
+    ada.client.force_login(ada.user)
+    page = ada.client.get(
+        f"/labs/own-client/admin/topics/payments/messages/?partition={acked[0].partition}&start=offset&limit=50"
+    ).content.decode()
+    first = next(k for k, (_, p, _) in stored.items() if p == acked[0].partition)
+    assert first in page
+    assert sent[first] in page
