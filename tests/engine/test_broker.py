@@ -86,7 +86,7 @@ def test_a_topic_without_an_id_gets_one_from_the_controller() -> None:
     from lab.engine.metadata import paths
 
     with checked_cluster(3) as c:
-        admin = c._admin_session()
+        admin = c.wait(c._admin_session())
         legacy = paths.TopicAssignment(partitions={0: (1, 2)})  # as a Kafka before 2.8 wrote it
         c.wait(admin.create(paths.topic_path("old"), paths.encode_topic_assignment(legacy)))
         c.wait_for(lambda: c.leader_of("old", 0) is not None, 10_000)

@@ -200,7 +200,7 @@ def test_the_new_controller_takes_controller_and_bumps_its_epoch_in_one_transact
     from lab.engine.metadata import paths
 
     with checked_cluster(3) as c:
-        admin = c._admin_session()
+        admin = c.wait(c._admin_session())
         raw, epoch_stat = c.wait(admin.get(paths.CONTROLLER_EPOCH))
         controller = c.wait(admin.exists(paths.CONTROLLER))
         assert (raw, epoch_stat.version) == (b"1", 1)  # made at Kafka's initial epoch 0, then set to 1
