@@ -515,7 +515,7 @@ def test_the_ledger_keeps_the_newest_acknowledgements_of_a_partition_within_its_
     tp = _tp("t", 0)
     limit = Ledger.LIMIT_PER_PARTITION
     for base in range(0, 2 * limit, 500):
-        ledger.record_batch("p", tp, base, [(None, b"v")] * 500, acks=1, time_ms=0)
+        ledger.record_batch("p", tp, base, None, [b"v"] * 500, acks=1, time_ms=0)
         assert len(ledger.of(tp)) <= limit * 5 // 4
     kept = ledger.of(tp)
     assert len(kept) >= limit
