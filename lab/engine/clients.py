@@ -42,7 +42,7 @@ from lab.engine.protocol import (
     ProduceRequest,
     ProduceResponse,
 )
-from lab.engine.records import VARINT_SIZES, BatchBuilder, Compression, iter_records
+from lab.engine.records import BatchBuilder, Compression, iter_records, record_size
 from lab.engine.scheduler import Scheduler, Timer
 from lab.engine.tasks import _UNSET, Pending
 
@@ -167,6 +167,7 @@ class _Metadata:
         self._next_ms = client.scheduler.now_ms + client.retry_backoff_ms
         self._stale = False
         self.version += 1
+        client._metadata_changed()
         for name, topic in response.topics.items():
             if topic.error == UnknownTopicOrPartition.name:
                 self.unknown.add(name)
@@ -206,6 +207,9 @@ class _Client:
     def _no_requests(self, env: Envelope) -> None:
         """Clients serve nothing."""
 
+    def _metadata_changed(self) -> None:
+        """New metadata came in (before whoever waited for it hears)."""
+
     def _close_endpoint(self) -> None:
         self.closed = True
         self.endpoint.close()
@@ -240,9 +244,24 @@ class _ProducerBatch(BatchBuilder):
     """A batch in the accumulator (Kafka's ProducerBatch): its records, kept as given and encoded
     once when it is first sent, and its one answer."""
 
-    __slots__ = ("attempts", "created_ms", "data", "full", "result", "retry_at_ms", "tp")
+    __slots__ = (
+        "attempts",
+        "created_ms",
+        "data",
+        "fast_left",
+        "fast_length",
+        "fast_now",
+        "fast_size",
+        "fast_taken",
+        "full",
+        "result",
+        "retry_at_ms",
+        "tp",
+    )
 
-    def __init__(self, tp: TopicPartition, created_ms: int, batch_size: int, compression: Compression) -> None:
+    def __init__(
+        self, tp: TopicPartition, created_ms: int, batch_size: int, compression: Compression
+    ) -> None:
         super().__init__(batch_size=batch_size, compression=compression)
         self.tp = tp
         self.created_ms = created_ms
@@ -251,6 +270,9 @@ class _ProducerBatch(BatchBuilder):
         self.attempts = 0
         self.retry_at_ms = 0
         self.full = False
+        # While send() appends alike records without _append (Producer._arm): their value length and
+        # time, the bytes each takes, how many more may come so, and how many it was armed for.
+        self.fast_length = self.fast_now = self.fast_size = self.fast_left = self.fast_taken = 0
 
     @property
     def sealed(self) -> bool:
@@ -358,11 +380,7 @@ def _waiting_future(timestamp: int) -> FutureRecordMetadata:
 
 
 _new = object.__new__
-# What send() may size from the table of varint sizes: deltas, counts and lengths below _SMALL, and a
-# record body too (at most 9 bytes more than its value here).
-_SIZES = VARINT_SIZES
-_SMALL = len(VARINT_SIZES)
-_SMALL_VALUE = _SMALL - 16
+_SMALL = 4096  # timestamp deltas send() appends records at on its own: a varint of two bytes at most
 
 
 @dataclass(slots=True, eq=False)
@@ -409,6 +427,7 @@ class Producer(_Client):
         self.availability_timeout_ms = settings.number("partitioner.availability.timeout.ms")
         self.ignore_keys = settings.flag("partitioner.ignore.keys")
         self._topics: dict[str, _TopicInfo] = {}
+        self._fast: dict[str, _ProducerBatch] = {}  # per topic, the batch send() appends to itself
         self._waiting: list[_Waiting] = []
         self._in_flight: dict[BrokerId, int] = {}
         # Per leader, when it last had a batch ready and when it last took one (Kafka's NodeLatencyStats).
@@ -434,43 +453,36 @@ class Producer(_Client):
         partition: int | None = None,
         timestamp: int | None = None,
     ) -> FutureRecordMetadata:
+        # The common record, alike the one before it (no key, partition or timestamp, a value of
+        # the same length, at the same time) while its batch has room and no switch of partition
+        # is due: appended without _append, which armed this (_arm). What it would do, in bulk.
+        batch = self._fast.get(topic)
+        if (
+            batch is not None
+            and key is None
+            and partition is None
+            and timestamp is None
+            and value.__class__ is bytes
+            and len(value) == batch.fast_length
+        ):
+            now = self.scheduler.now_ms
+            left = batch.fast_left
+            if left and now == batch.fast_now:
+                batch.fast_left = left - 1
+                values = batch.values
+                future = _new(FutureRecordMetadata)
+                future._result = batch.result
+                future._index = len(values)
+                values.append(value)
+                batch.timestamps.append(now)
+                self.sent += 1
+                return future
         if self.closed:
             raise IllegalState(f"producer {self.client_id} is closed")
         if value is not None and value.__class__ is not bytes:
             value = _bytes(value)
         now = self.scheduler.now_ms
         self.sent += 1
-        # The common record (no key, partition or timestamp, its topic known, room in the sticky
-        # partition's open batch, no switch due): what _append would do, without the calls.
-        # Everything else takes _append.
-        if key is None and partition is None and timestamp is None and value is not None:
-            info = self._topics.get(topic)
-            if info is not None and info.metadata_version == self.metadata.version:
-                sticky = info.sticky
-                chosen = sticky.partition
-                batch = info.open[chosen] if 0 <= chosen < len(info.open) else None
-                if batch is not None:
-                    values = batch.values
-                    count = len(values)
-                    delta = now - batch.timestamps[0]
-                    length = len(value)
-                    if 0 <= delta < _SMALL and count < _SMALL and length < _SMALL_VALUE:
-                        sizes = _SIZES
-                        body = 3 + sizes[delta] + sizes[count] + sizes[length] + length
-                        size = body + sizes[body]  # records.record_size, for this record
-                        grown = batch.size_in_bytes + size
-                        produced = sticky.produced_bytes + size
-                        if grown < self.batch_size and produced < 2 * self.batch_size and self.acks:
-                            batch.size_in_bytes = grown
-                            sticky.produced_bytes = produced
-                            values.append(value)
-                            batch.timestamps.append(now)
-                            if batch.keys is not None:
-                                batch.keys.append(None)
-                            future = _new(FutureRecordMetadata)
-                            future._result = batch.result
-                            future._index = count
-                            return future
         if key is not None and key.__class__ is not bytes:
             key = _bytes(key)
         if topic not in self.topics:
@@ -498,6 +510,7 @@ class Producer(_Client):
 
     def close(self) -> None:
         if not self.closed:
+            self._settle_fast()
             self._close_endpoint()
             Scheduler.cancel(self._wakeup)
 
@@ -534,6 +547,8 @@ class Producer(_Client):
     ) -> FutureRecordMetadata | None:
         """Put a record in its partition's open batch (a new one when it does not fit): its future
         (``waiting``'s, if it was waiting), None without metadata."""
+        if self._fast:
+            self._settle_fast()
         info = self._topics.get(topic)
         if info is None or info.metadata_version != self.metadata.version:
             info = self._topic(topic)
@@ -587,9 +602,54 @@ class Producer(_Client):
             self._close(info, chosen)  # exactly full (or batch.size 0): nothing more fits
         if sticky is not None:
             sticky.update(appended, all_batches_full=info.open[chosen] is None)
+            if sticky.partition == chosen and info.open[chosen] is batch and value is not None:
+                self._arm(topic, batch, sticky, value, timestamp)
         if self.acks == 0:
             self._unacknowledged_by_design += 1
         return future
+
+    # send() on its own (Kafka's client does this in Java: the lab keeps its Python small).
+
+    def _arm(
+        self, topic: str, batch: _ProducerBatch, sticky: StickyPartitioner, value: bytes, timestamp: int
+    ) -> None:
+        """Let send() append records alike ``value`` to ``batch`` itself while nothing _append would
+        do differently can happen: each takes the same bytes (the same length, time, and size of
+        offset delta), the batch stays below batch.size and the partition below twice that."""
+        now = self.scheduler.now_ms
+        index = len(batch.values)
+        delta = now - batch.timestamps[0]
+        if (
+            timestamp != now
+            or self.acks == 0
+            or batch.keys is not None
+            or batch.headers is not None
+            or not 0 <= delta < _SMALL
+            or index >= 8192
+        ):
+            return
+        size = record_size(index, delta, None, value)
+        left = min(
+            (64 if index < 64 else 8192) - index,  # offset deltas of one varint size
+            (self.batch_size - batch.size_in_bytes - 1) // size,
+            (2 * self.batch_size - sticky.produced_bytes - 1) // size,
+        )
+        if left > 0:
+            batch.fast_length, batch.fast_now, batch.fast_size = len(value), now, size
+            batch.fast_left = batch.fast_taken = left
+            self._fast[topic] = batch
+
+    def _settle_fast(self) -> None:
+        """Count what send() appended on its own, as _append would have, and stop it."""
+        for topic, batch in self._fast.items():
+            grown = (batch.fast_taken - batch.fast_left) * batch.fast_size
+            batch.size_in_bytes += grown
+            self._topics[topic].sticky.produced_bytes += grown
+            batch.fast_left = batch.fast_taken = 0
+        self._fast.clear()
+
+    def _metadata_changed(self) -> None:
+        self._settle_fast()
 
     def _new_batch(self, info: _TopicInfo, partition: int) -> _ProducerBatch:
         queue = info.queues[partition]
@@ -652,6 +712,7 @@ class Producer(_Client):
         self._wakeup = None
         if self.closed:
             return
+        self._settle_fast()
         now = self.scheduler.now_ms
         by_leader: dict[BrokerId, dict[TopicPartition, _ProducerBatch]] = {}
         next_ms: int | None = None

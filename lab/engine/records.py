@@ -327,7 +327,6 @@ def _varint_bytes(value: int) -> bytes:
 _SMALL = 4096
 _SMALL_VARINTS = tuple(_varint_bytes(v) for v in range(_SMALL))
 _SMALL_SIZES = bytes(len(b) for b in _SMALL_VARINTS)  # indexing gives the size as an int
-VARINT_SIZES = _SMALL_SIZES  # the sizes of zig-zag varints of 0..4095, for whoever sizes records in bulk
 
 
 def _varint(value: int) -> bytes:
