@@ -42,9 +42,9 @@ from lab.engine.protocol import (
     ProduceRequest,
     ProduceResponse,
 )
-from lab.engine.records import BatchBuilder, Compression, iter_records
+from lab.engine.records import BatchBuilder, Compression, iter_records, record_size
 from lab.engine.scheduler import Scheduler, Timer
-from lab.engine.tasks import Pending
+from lab.engine.tasks import _UNSET, Pending
 
 # ---------------------------------------------------------------------------- shared
 
@@ -167,6 +167,7 @@ class _Metadata:
         self._next_ms = client.scheduler.now_ms + client.retry_backoff_ms
         self._stale = False
         self.version += 1
+        client._metadata_changed()
         for name, topic in response.topics.items():
             if topic.error == UnknownTopicOrPartition.name:
                 self.unknown.add(name)
@@ -206,6 +207,9 @@ class _Client:
     def _no_requests(self, env: Envelope) -> None:
         """Clients serve nothing."""
 
+    def _metadata_changed(self) -> None:
+        """New metadata came in (before whoever waited for it hears)."""
+
     def _close_endpoint(self) -> None:
         self.closed = True
         self.endpoint.close()
@@ -224,22 +228,51 @@ def _int(config: Mapping[str, str], key: str, minimum: int = 0) -> int:
 # ---------------------------------------------------------------------------- producer
 
 
-@dataclass(slots=True, eq=False)
-class _ProducerBatch:
-    tp: TopicPartition
-    builder: BatchBuilder
-    created_ms: int
-    # The batch's base offset, or its error: every record's future reads its answer from here.
-    outcome: Pending[int] = field(default_factory=Pending)
-    records: list[tuple[bytes | None, bytes | None]] = field(default_factory=list)  # for the ledger
-    data: bytes | None = None
-    attempts: int = 0
-    retry_at_ms: int = 0
-    full: bool = False
+class _BatchResult(Pending[int]):
+    """A batch's one answer, its base offset (-1 when nobody says: acks=0) or its error, which every
+    record's future reads; and what those futures need besides: the partition and the timestamps."""
 
-    @property
-    def record_count(self) -> int:
-        return len(self.records)
+    __slots__ = ("timestamps", "tp")
+
+    def __init__(self, tp: TopicPartition | None, timestamps: list[int]) -> None:
+        super().__init__()
+        self.tp = tp
+        self.timestamps = timestamps
+
+
+class _ProducerBatch(BatchBuilder):
+    """A batch in the accumulator (Kafka's ProducerBatch): its records, kept as given and encoded
+    once when it is first sent, and its one answer."""
+
+    __slots__ = (
+        "attempts",
+        "created_ms",
+        "data",
+        "fast_left",
+        "fast_length",
+        "fast_now",
+        "fast_size",
+        "fast_taken",
+        "full",
+        "result",
+        "retry_at_ms",
+        "tp",
+    )
+
+    def __init__(
+        self, tp: TopicPartition, created_ms: int, batch_size: int, compression: Compression
+    ) -> None:
+        super().__init__(batch_size=batch_size, compression=compression)
+        self.tp = tp
+        self.created_ms = created_ms
+        self.result = _BatchResult(tp, self.timestamps)
+        self.data: bytes | None = None
+        self.attempts = 0
+        self.retry_at_ms = 0
+        self.full = False
+        # While send() appends alike records without _append (Producer._arm): their value length and
+        # time, the bytes each takes, how many more may come so, and how many it was armed for.
+        self.fast_length = self.fast_now = self.fast_size = self.fast_left = self.fast_taken = 0
 
     @property
     def sealed(self) -> bool:
@@ -250,73 +283,104 @@ class _ProducerBatch:
 class FutureRecordMetadata(Pending[RecordMetadata]):
     """What ``send`` returns: one record's place in its batch (Kafka's FutureRecordMetadata).
 
-    Every record of a batch reads the batch's one outcome (its base offset, or its error), so
-    answering a batch costs the same for one record as for a thousand, and the RecordMetadata is
-    made when someone asks. A record still waiting for its topic's metadata is in no batch yet:
-    until then this is a plain Pending, which fails if the metadata never comes.
+    It holds its batch's answer and its index in the batch, nothing more: answering a batch costs
+    the same for one record as for a thousand, and the RecordMetadata is made when someone asks
+    (then kept, in the fields a Pending has). ``send`` makes one without ``__init__``: those fields
+    stay unset until the answer is taken in (``_settle``), and every method reads the batch's
+    answer until then. A record still waiting for its topic's metadata has an answer of its own,
+    which only fails (max.block.ms); once placed, it reads its batch's.
     """
 
-    __slots__ = ("_index", "_outcome", "_tp", "timestamp")
+    __slots__ = ("_index", "_result")
 
-    def __init__(self, timestamp: int) -> None:
-        super().__init__()
-        self._outcome: Pending[int] | None = None
-        self._tp: TopicPartition | None = None
-        self._index = 0
-        self.timestamp = timestamp
+    _result: _BatchResult | None  # None once settled
+    _index: int
+
+    @classmethod
+    def _of(cls, result: _BatchResult, index: int) -> FutureRecordMetadata:
+        future = _new(cls)
+        future._result = result
+        future._index = index
+        return future
 
     def _join(self, batch: _ProducerBatch, index: int) -> None:
-        self._outcome = batch.outcome
-        self._tp = batch.tp
+        """A waiting record placed in a batch: the callbacks it was given move to the batch's answer."""
+        waiting = self._result
+        assert waiting is not None
+        self._result = batch.result
         self._index = index
-        callbacks, self._callbacks = self._callbacks, None
-        for callback in callbacks or ():
-            self.add_done_callback(callback)
+        for callback in waiting._callbacks or ():
+            batch.result.add_done_callback(callback)
 
     def _settle(self) -> bool:
         """Take the batch's answer once there is one; True when this record has its answer."""
-        outcome = self._outcome
-        if outcome is None:
-            return Pending.done(self)
-        if not outcome.done():
+        result = self._result
+        if result is None:
+            return True
+        if not result.done():
             return False
-        error = outcome.failed_with()
-        if error is not None:
-            self._error = error
-        else:
-            tp = self._tp
-            assert tp is not None
-            base = outcome.result()
+        self._callbacks = None
+        self._error = result.failed_with()
+        self._value = _UNSET
+        if self._error is None:
+            tp = result.tp
+            assert tp is not None  # only a batch's answer succeeds
+            base = result.result()
             self._value = RecordMetadata(
                 topic=tp.topic,
                 partition=tp.partition,
                 offset=-1 if base < 0 else base + self._index,
-                timestamp=self.timestamp,
+                timestamp=result.timestamps[self._index],
             )
-        self._outcome = None
+        self._result = None
         return True
 
     def done(self) -> bool:
         return self._settle()
 
     def failed_with(self) -> BaseException | None:
-        self._settle()
-        return super().failed_with()
+        return self._error if self._settle() else None
 
     def result(self) -> RecordMetadata:
-        self._settle()
+        if not self._settle():
+            raise IllegalState("not done yet: advance the cluster (run_for) until done() is true")
         return super().result()
 
+    def exception(self) -> BaseException | None:
+        if not self._settle():
+            raise IllegalState("not done yet")
+        return self._error
+
+    def resolve(self, value: RecordMetadata) -> None:
+        raise IllegalState("a record's future is answered by its batch")
+
+    def fail(self, error: BaseException) -> None:
+        result = self._result
+        if result is not None and result.tp is None:  # still waiting for metadata: its own answer
+            result.fail(error)
+        else:
+            raise IllegalState("a record's future is answered by its batch")
+
     def add_done_callback(self, callback: Callable[[Pending[RecordMetadata]], None]) -> None:
-        outcome = self._outcome
-        if outcome is None:
+        result = self._result
+        if result is None:
             super().add_done_callback(callback)
         else:
-            outcome.add_done_callback(lambda _: callback(self))
+            result.add_done_callback(lambda _: callback(self))
 
     def __repr__(self) -> str:
-        self._settle()
+        if not self._settle():
+            return "<FutureRecordMetadata pending>"
         return super().__repr__()
+
+
+def _waiting_future(timestamp: int) -> FutureRecordMetadata:
+    """The future of a record whose topic has no metadata yet: in no batch, with an answer of its own."""
+    return FutureRecordMetadata._of(_BatchResult(None, [timestamp]), 0)
+
+
+_new = object.__new__
+_SMALL = 4096  # timestamp deltas send() appends records at on its own: a varint of two bytes at most
 
 
 @dataclass(slots=True, eq=False)
@@ -332,7 +396,8 @@ class _TopicInfo:
     used: set[int] = field(default_factory=set)  # partitions that have had a batch (adaptive needs them all)
 
 
-_Waiting = tuple[str, bytes | None, bytes | None, int | None, FutureRecordMetadata, int]
+# topic, key, value, partition, timestamp, its future, when it was sent
+_Waiting = tuple[str, bytes | None, bytes | None, int | None, int, FutureRecordMetadata, int]
 
 
 class Producer(_Client):
@@ -362,6 +427,7 @@ class Producer(_Client):
         self.availability_timeout_ms = settings.number("partitioner.availability.timeout.ms")
         self.ignore_keys = settings.flag("partitioner.ignore.keys")
         self._topics: dict[str, _TopicInfo] = {}
+        self._fast: dict[str, _ProducerBatch] = {}  # per topic, the batch send() appends to itself
         self._waiting: list[_Waiting] = []
         self._in_flight: dict[BrokerId, int] = {}
         # Per leader, when it last had a batch ready and when it last took one (Kafka's NodeLatencyStats).
@@ -387,25 +453,51 @@ class Producer(_Client):
         partition: int | None = None,
         timestamp: int | None = None,
     ) -> FutureRecordMetadata:
+        # The common record, alike the one before it (no key, partition or timestamp, a value of
+        # the same length, at the same time) while its batch has room and no switch of partition
+        # is due: appended without _append, which armed this (_arm). What it would do, in bulk.
+        batch = self._fast.get(topic)
+        if (
+            batch is not None
+            and key is None
+            and partition is None
+            and timestamp is None
+            and value.__class__ is bytes
+            and len(value) == batch.fast_length
+        ):
+            now = self.scheduler.now_ms
+            left = batch.fast_left
+            if left and now == batch.fast_now:
+                batch.fast_left = left - 1
+                values = batch.values
+                future = _new(FutureRecordMetadata)
+                future._result = batch.result
+                future._index = len(values)
+                values.append(value)
+                batch.timestamps.append(now)
+                self.sent += 1
+                return future
         if self.closed:
             raise IllegalState(f"producer {self.client_id} is closed")
-        if key is not None and not isinstance(key, bytes):
-            key = str(key).encode()
-        if value is not None and not isinstance(value, bytes):
-            value = str(value).encode()
+        if value is not None and value.__class__ is not bytes:
+            value = _bytes(value)
         now = self.scheduler.now_ms
-        future = FutureRecordMetadata(now if timestamp is None else timestamp)
         self.sent += 1
+        if key is not None and key.__class__ is not bytes:
+            key = _bytes(key)
         if topic not in self.topics:
             self.topics.append(topic)
-        if not self._append(topic, key, value, partition, future):
-            self._waiting.append((topic, key, value, partition, future, now))
+        stamp = now if timestamp is None else timestamp
+        placed = self._append(topic, key, value, partition, stamp)
+        if placed is None:
+            placed = _waiting_future(stamp)
+            self._waiting.append((topic, key, value, partition, stamp, placed, now))
             self.metadata.waiters.append(self._place_waiting)
             self.metadata.need([topic])
             self.scheduler.call_later(
                 self.max_block_ms, self._expire_waiting, label=f"{self.client_id} max.block.ms"
             )
-        return future
+        return placed
 
     def flush(self, timeout_ms: int = 120_000) -> bool:
         """Send everything now and drive the clock until every send has an answer."""
@@ -418,6 +510,7 @@ class Producer(_Client):
 
     def close(self) -> None:
         if not self.closed:
+            self._settle_fast()
             self._close_endpoint()
             Scheduler.cancel(self._wakeup)
 
@@ -449,25 +542,30 @@ class Producer(_Client):
         key: bytes | None,
         value: bytes | None,
         partition: int | None,
-        future: FutureRecordMetadata,
-    ) -> bool:
-        """Put a record in its partition's open batch (a new one when it does not fit); False without metadata."""
+        timestamp: int,
+        waiting: FutureRecordMetadata | None = None,
+    ) -> FutureRecordMetadata | None:
+        """Put a record in its partition's open batch (a new one when it does not fit): its future
+        (``waiting``'s, if it was waiting), None without metadata."""
+        if self._fast:
+            self._settle_fast()
         info = self._topics.get(topic)
         if info is None or info.metadata_version != self.metadata.version:
             info = self._topic(topic)
             if info is None:
-                return False
+                return None
         total = len(info.tps)
         sticky = None
         if partition is not None:
             if not 0 <= partition < total:
+                future = waiting or _waiting_future(timestamp)
                 future.fail(
                     UnknownTopicOrPartition(
                         f"{topic} has {total} partitions; there is no partition {partition}"
                     )
                 )
                 self.failed += 1
-                return True
+                return future
             chosen = partition
         elif key is not None and not self.ignore_keys:
             chosen = partition_for_key(key, total)
@@ -485,34 +583,79 @@ class Producer(_Client):
                     continue
             batch = info.open[chosen]
             if batch is not None:
-                appended = batch.builder.try_append(key, value, timestamp_ms=future.timestamp)
+                appended = batch.try_append(key, value, timestamp_ms=timestamp)
                 if appended:
                     break
                 self._close(info, chosen)
                 if sticky is not None:
                     continue  # its batch is full now: maybe the moment to switch
             batch = self._new_batch(info, chosen)
-            appended = batch.builder.try_append(key, value, timestamp_ms=future.timestamp)
+            appended = batch.try_append(key, value, timestamp_ms=timestamp)
             break
-        future._join(batch, len(batch.records))
-        batch.records.append((key, value))
-        if batch.builder.size_in_bytes >= self.batch_size:
+        index = len(batch.values) - 1
+        if waiting is None:
+            future = FutureRecordMetadata._of(batch.result, index)
+        else:
+            future = waiting
+            future._join(batch, index)
+        if batch.size_in_bytes >= self.batch_size:
             self._close(info, chosen)  # exactly full (or batch.size 0): nothing more fits
         if sticky is not None:
             sticky.update(appended, all_batches_full=info.open[chosen] is None)
+            if sticky.partition == chosen and info.open[chosen] is batch and value is not None:
+                self._arm(topic, batch, sticky, value, timestamp)
         if self.acks == 0:
             self._unacknowledged_by_design += 1
-        return True
+        return future
+
+    # send() on its own (Kafka's client does this in Java: the lab keeps its Python small).
+
+    def _arm(
+        self, topic: str, batch: _ProducerBatch, sticky: StickyPartitioner, value: bytes, timestamp: int
+    ) -> None:
+        """Let send() append records alike ``value`` to ``batch`` itself while nothing _append would
+        do differently can happen: each takes the same bytes (the same length, time, and size of
+        offset delta), the batch stays below batch.size and the partition below twice that."""
+        now = self.scheduler.now_ms
+        index = len(batch.values)
+        delta = now - batch.timestamps[0]
+        if (
+            timestamp != now
+            or self.acks == 0
+            or batch.keys is not None
+            or batch.headers is not None
+            or not 0 <= delta < _SMALL
+            or index >= 8192
+        ):
+            return
+        size = record_size(index, delta, None, value)
+        left = min(
+            (64 if index < 64 else 8192) - index,  # offset deltas of one varint size
+            (self.batch_size - batch.size_in_bytes - 1) // size,
+            (2 * self.batch_size - sticky.produced_bytes - 1) // size,
+        )
+        if left > 0:
+            batch.fast_length, batch.fast_now, batch.fast_size = len(value), now, size
+            batch.fast_left = batch.fast_taken = left
+            self._fast[topic] = batch
+
+    def _settle_fast(self) -> None:
+        """Count what send() appended on its own, as _append would have, and stop it."""
+        for topic, batch in self._fast.items():
+            grown = (batch.fast_taken - batch.fast_left) * batch.fast_size
+            batch.size_in_bytes += grown
+            self._topics[topic].sticky.produced_bytes += grown
+            batch.fast_left = batch.fast_taken = 0
+        self._fast.clear()
+
+    def _metadata_changed(self) -> None:
+        self._settle_fast()
 
     def _new_batch(self, info: _TopicInfo, partition: int) -> _ProducerBatch:
         queue = info.queues[partition]
-        batch = _ProducerBatch(
-            info.tps[partition],
-            BatchBuilder(batch_size=self.batch_size, compression=self.compression),
-            created_ms=self.scheduler.now_ms,
-        )
+        batch = _ProducerBatch(info.tps[partition], self.scheduler.now_ms, self.batch_size, self.compression)
         if self.acks == 0:
-            batch.outcome.resolve(-1)  # nobody will say where the records went
+            batch.result.resolve(-1)  # nobody will say where the records went
         queue.append(batch)
         info.open[partition] = batch
         info.used.add(partition)
@@ -530,10 +673,10 @@ class Producer(_Client):
     def _place_waiting(self) -> None:
         waiting, self._waiting = self._waiting, []
         for item in waiting:
-            topic, key, value, partition, future, _ = item
+            topic, key, value, partition, timestamp, future, _ = item
             if future.done():
                 continue
-            if not self._append(topic, key, value, partition, future):
+            if self._append(topic, key, value, partition, timestamp, future) is None:
                 self._waiting.append(item)
         if self._waiting:
             self.metadata.waiters.append(self._place_waiting)
@@ -569,6 +712,7 @@ class Producer(_Client):
         self._wakeup = None
         if self.closed:
             return
+        self._settle_fast()
         now = self.scheduler.now_ms
         by_leader: dict[BrokerId, dict[TopicPartition, _ProducerBatch]] = {}
         next_ms: int | None = None
@@ -641,14 +785,14 @@ class Producer(_Client):
             if info.open[tp.partition] is batch:
                 info.open[tp.partition] = None  # sent before it filled (linger.ms passed, or a flush)
             if batch.data is None:
-                batch.data = batch.builder.build()
+                batch.data = batch.build()
             batch.attempts += 1
             partitions[tp] = batch.data
         request = ProduceRequest(
             acks=self.acks,
             timeout_ms=self.request_timeout_ms,
             partitions=partitions,
-            records=sum(b.record_count for b in batches.values()),
+            records=sum(len(b.values) for b in batches.values()),
         )
         if self.acks == 0:
             self.endpoint.send_oneway(leader, request)
@@ -697,12 +841,13 @@ class Producer(_Client):
             self.client_id,
             batch.tp,
             base_offset,
-            batch.records,
+            batch.keys,
+            batch.values,
             acks=self.acks,
             time_ms=self.scheduler.now_ms,
         )
-        self.acked += batch.record_count
-        batch.outcome.resolve(base_offset)  # every record's future at once; their callbacks run now
+        self.acked += len(batch.values)
+        batch.result.resolve(base_offset)  # every record's future at once; their callbacks run now
 
     def _retry(self, batch: _ProducerBatch, error: KafkaError) -> None:
         self.retried += batch.record_count
@@ -728,7 +873,7 @@ class Producer(_Client):
             self.metadata.need([batch.tp.topic])
 
     def _fail(self, batch: _ProducerBatch, error: KafkaError) -> None:
-        batch.outcome.fail(error)
+        batch.result.fail(error)
         if self.acks != 0:
             self.failed += batch.record_count
         self.host.journal.record(

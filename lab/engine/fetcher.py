@@ -201,7 +201,11 @@ class ReplicaFetcher:
                     f"broker {self.broker.id} could not append {tp} from broker {self.leader}: {exc}",
                 )
                 state.failed_until_ms = now + self.broker.config.int("replica.fetch.backoff.ms")
-        self._kick(self.broker.config.int("lab.replica.fetch.pace.ms"))
+        pace = self.broker.config.int("lab.replica.fetch.pace.ms")
+        if pace == 0 and self._timer is None:
+            self._run()  # as Kafka's fetcher thread loops: the next fetch leaves with this answer
+        else:
+            self._kick(pace)
 
     def _on_partition_error(self, tp: TopicPartition, state: FetchState, data: FetchPartitionData) -> None:
         partition = self.broker.partitions[tp]

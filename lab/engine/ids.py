@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import base64
 import random
-from dataclasses import dataclass
+from typing import NamedTuple
 
 BrokerId = int
 # A network node: a broker's id, or a client's name ("producer-1").
 NodeId = int | str
 
 
-@dataclass(frozen=True, slots=True, order=True)
-class TopicPartition:
+class TopicPartition(NamedTuple):
+    """A partition of a topic. A NamedTuple: it keys most of the engine's dicts, and a tuple's hash
+    and equality need no Python call."""
+
     topic: str
     partition: int
 

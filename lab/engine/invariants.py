@@ -132,7 +132,7 @@ def _missing(
         if leader is None:
             continue
         log = cluster.brokers[leader].partitions[tp].log
-        wanted = {o: r for o, r in acked.items() if not acks_all_only or r.acks == -1}
+        wanted = {r.offset: r for r in acked.records() if not acks_all_only or r.acks == -1}
         if not wanted:
             continue
         start = max(min(wanted), log.log_start_offset)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from lab.engine.errors import KafkaError, NetworkException, RequestTimedOut
 from lab.engine.ids import NodeId
@@ -24,8 +24,9 @@ from lab.engine.protocol import kind_of
 from lab.engine.scheduler import Scheduler, Timer
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Envelope:
+class Envelope(NamedTuple):
+    """A message in flight. A NamedTuple, not a frozen dataclass: every request and answer is one."""
+
     id: int
     src: NodeId
     dst: NodeId
@@ -34,12 +35,10 @@ class Envelope:
     is_response: bool
     sent_ms: int
     deliver_ms: int
-
-    @property
-    def kind(self) -> str:
-        return kind_of(self.body)
+    kind: str  # the body's kind: "Produce", "Fetch"...
 
 
+_new_envelope = tuple.__new__  # Envelope(...) without its Python-level __new__
 Handler = Callable[[Envelope], None]
 
 
@@ -151,36 +150,35 @@ class Network:
         self, src: NodeId, dst: NodeId, body: Any, *, correlation_id: int = 0, is_response: bool = False
     ) -> Envelope:
         now = self._scheduler.now_ms
-        delay = self.latency_ms + self._delay.get(src, 0) + self._delay.get(dst, 0)
-        self._next_id += 1
-        env = Envelope(
-            id=self._next_id,
-            src=src,
-            dst=dst,
-            body=body,
-            correlation_id=correlation_id,
-            is_response=is_response,
-            sent_ms=now,
-            deliver_ms=now + delay,
+        delay = (
+            self.latency_ms + self._delay.get(src, 0) + self._delay.get(dst, 0)
+            if self._delay
+            else self.latency_ms
         )
-        self.stats.sent += 1
-        self.stats.by_kind[env.kind] = self.stats.by_kind.get(env.kind, 0) + 1
+        self._next_id += 1
+        kind = kind_of(body)
+        env = _new_envelope(
+            Envelope, (self._next_id, src, dst, body, correlation_id, is_response, now, now + delay, kind)
+        )
+        stats = self.stats
+        stats.sent += 1
+        stats.by_kind[kind] = stats.by_kind.get(kind, 0) + 1
         for rule in self._drops:
             if rule.matches(env):
                 rule.count -= 1
                 self._drops = [r for r in self._drops if r.count > 0]
                 self.stats.dropped += 1
                 return env
-        if self.is_cut(src, dst):
+        if (self._cuts or self._cut_from_clients) and self.is_cut(src, dst):
             self.stats.dropped += 1
             return env
         self._in_flight[env.id] = env
-        self._scheduler.call_at(env.deliver_ms, self._deliver, env, label=env.kind)
+        self._scheduler.call_at(env.deliver_ms, self._deliver, env, label=kind)
         return env
 
     def _deliver(self, env: Envelope) -> None:
         self._in_flight.pop(env.id, None)
-        if self.is_cut(env.src, env.dst):
+        if (self._cuts or self._cut_from_clients) and self.is_cut(env.src, env.dst):
             self.stats.dropped += 1  # cut while it travelled
             return
         handler = self._handlers.get(env.dst)

@@ -322,14 +322,43 @@ def _varint_bytes(value: int) -> bytes:
     return bytes(out)
 
 
-# Zig-zag varints of 0..4095, the lengths and deltas nearly every record has: a producer encodes
-# each record it is given, and a lookup is several times faster than the loop.
+# Zig-zag varints of 0..4095, the lengths and deltas nearly every record has, and their sizes:
+# a lookup is several times faster than the loop.
 _SMALL = 4096
 _SMALL_VARINTS = tuple(_varint_bytes(v) for v in range(_SMALL))
+_SMALL_SIZES = bytes(len(b) for b in _SMALL_VARINTS)  # indexing gives the size as an int
 
 
 def _varint(value: int) -> bytes:
     return _SMALL_VARINTS[value] if 0 <= value < _SMALL else _varint_bytes(value)
+
+
+def varint_size(value: int) -> int:
+    """The bytes ``value`` takes as a zig-zag varint."""
+    if 0 <= value < _SMALL:
+        return _SMALL_SIZES[value]
+    v = (value << 1) ^ (value >> 63)
+    return max(1, (v.bit_length() + 6) // 7)
+
+
+def record_size(
+    offset_delta: int,
+    timestamp_delta: int,
+    key: bytes | None,
+    value: bytes | None,
+    headers: Sequence[tuple[str, bytes | None]] = (),
+) -> int:
+    """The bytes one record takes in a batch, its length prefix included (Kafka's DefaultRecord.sizeInBytes)."""
+    body = (
+        2  # attributes, and the header count when there are none
+        + varint_size(timestamp_delta)
+        + varint_size(offset_delta)
+        + (1 if key is None else varint_size(len(key)) + len(key))
+        + (1 if value is None else varint_size(len(value)) + len(value))
+    )
+    if headers:
+        body += len(_encode_headers(headers)) - 1
+    return varint_size(body) + body
 
 
 def _encode_record(
@@ -341,45 +370,87 @@ def _encode_record(
     headers: Sequence[tuple[str, bytes | None]],
 ) -> int:
     """Append one record to ``out``; the bytes it took."""
-    small = _SMALL_VARINTS
-    if (
-        not headers
-        and 0 <= timestamp_delta < _SMALL
-        and offset_delta < _SMALL
-        and (key is None or len(key) < _SMALL)
-        and (value is None or len(value) < _SMALL)
-    ):
-        # The common record, every varint from the table: a producer's hot path.
-        body = b"".join(
-            (
-                b"\x00",  # attributes: unused, always 0
-                small[timestamp_delta],
-                small[offset_delta],
-                b"\x01" if key is None else small[len(key)],  # zig-zag(-1): null
-                key or b"",
-                b"\x01" if value is None else small[len(value)],
-                value or b"",
-                b"\x00",  # no headers
-            )
+    varint = _varint
+    body = b"".join(
+        (
+            b"\x00",  # attributes: unused, always 0
+            varint(timestamp_delta),
+            varint(offset_delta),
+            b"\x01" if key is None else varint(len(key)),  # zig-zag(-1): null
+            key or b"",
+            b"\x01" if value is None else varint(len(value)),
+            value or b"",
+            _encode_headers(headers) if headers else b"\x00",
         )
-    else:
-        varint = _varint
-        body = b"".join(
-            (
-                b"\x00",
-                varint(timestamp_delta),
-                varint(offset_delta),
-                b"\x01" if key is None else varint(len(key)),
-                key or b"",
-                b"\x01" if value is None else varint(len(value)),
-                value or b"",
-                _encode_headers(headers),
-            )
-        )
+    )
     length = _varint(len(body))
     out += length
     out += body
     return len(length) + len(body)
+
+
+# The record heads (everything before the value) of batches whose records have no key, no header,
+# the batch's own timestamp and values of one length: what a producer sending alike records builds
+# all day. Per value length, the heads for offset deltas 0, 1, 2...; each after the first starts
+# with the previous record's header count (0), so the records are heads and values interleaved.
+_UNIFORM_HEADS: dict[int, list[bytes]] = {}
+_UNIFORM_LENGTHS = 64  # value lengths kept (a bound: lengths are whatever people send)
+
+
+def _uniform_heads(value_length: int, count: int) -> list[bytes]:
+    heads = _UNIFORM_HEADS.get(value_length)
+    if heads is None:
+        if len(_UNIFORM_HEADS) >= _UNIFORM_LENGTHS:
+            _UNIFORM_HEADS.clear()
+        heads = _UNIFORM_HEADS[value_length] = []
+    if len(heads) < count:
+        small = _SMALL_VARINTS
+        value_part = _varint(value_length)
+        for delta in range(len(heads), count):
+            rest = b"\x00\x00" + _varint(delta) + b"\x01" + value_part  # attributes, timestamp delta 0
+            body_length = len(rest) + value_length + 1
+            head = (small[body_length] if body_length < _SMALL else _varint(body_length)) + rest
+            heads.append(head if delta == 0 else b"\x00" + head)
+    return heads
+
+
+def encode_records(
+    keys: Sequence[bytes | None] | None,
+    values: Sequence[bytes | None],
+    timestamps: Sequence[int],
+    headers: Sequence[Sequence[tuple[str, bytes | None]]] | None = None,
+) -> bytes:
+    """The records part of a batch, at offset deltas 0, 1, 2... and timestamps relative to the first.
+
+    ``keys`` None means no record has a key; ``headers`` None, that none has headers.
+    """
+    count = len(values)
+    if (
+        keys is None
+        and headers is None
+        and count
+        and timestamps.count(timestamps[0]) == count
+        and None not in values
+    ):
+        value_length = len(values[0])  # type: ignore[arg-type]
+        if len(set(map(len, values))) == 1:  # type: ignore[arg-type]
+            parts: list[bytes | None] = [None] * (2 * count + 1)
+            parts[0:-1:2] = _uniform_heads(value_length, count)[:count]
+            parts[1::2] = values
+            parts[-1] = b"\x00"  # the last record's header count
+            return b"".join(parts)  # type: ignore[arg-type]
+    body = bytearray()
+    base = timestamps[0] if count else 0
+    for i in range(count):
+        _encode_record(
+            body,
+            i,
+            timestamps[i] - base,
+            None if keys is None else keys[i],
+            values[i],
+            () if headers is None else headers[i],
+        )
+    return bytes(body)
 
 
 def _encode_headers(headers: Sequence[tuple[str, bytes | None]]) -> bytes:
@@ -542,7 +613,24 @@ class BatchBuilder:
     ``append`` returns False (and adds nothing) when the record would take the batch past
     ``batch_size``; the first record always fits, however large, as in Kafka's accumulator.
     The size estimate is uncompressed, so a gzip batch comes out smaller than estimated.
+    Records are kept as given and encoded once, by ``build``; the size is exact all along.
     """
+
+    __slots__ = (
+        "base_offset",
+        "base_sequence",
+        "batch_size",
+        "compression",
+        "headers",
+        "is_transactional",
+        "keys",
+        "partition_leader_epoch",
+        "producer_epoch",
+        "producer_id",
+        "size_in_bytes",
+        "timestamps",
+        "values",
+    )
 
     def __init__(
         self,
@@ -564,15 +652,15 @@ class BatchBuilder:
         self.is_transactional = is_transactional
         self.base_offset = base_offset
         self.partition_leader_epoch = partition_leader_epoch
-        self._body = bytearray()
         self.size_in_bytes = HEADER_SIZE  # what build() would return now, uncompressed
-        self._count = 0
-        self._base_timestamp = NO_TIMESTAMP
-        self._max_timestamp = NO_TIMESTAMP
+        self.keys: list[bytes | None] | None = None  # None while no record has a key
+        self.values: list[bytes | None] = []
+        self.timestamps: list[int] = []
+        self.headers: list[Sequence[tuple[str, bytes | None]]] | None = None  # None while none has
 
     @property
     def record_count(self) -> int:
-        return self._count
+        return len(self.values)
 
     @property
     def estimated_size_in_bytes(self) -> int:
@@ -598,31 +686,36 @@ class BatchBuilder:
         timestamp_ms: int,
     ) -> int:
         """Add a record if it fits: how much the batch grew (the header too, for the first), else 0."""
-        body = self._body
-        count = self._count
-        if count == 0:
-            self._base_timestamp = timestamp_ms
-        mark = len(body)
-        taken = _encode_record(body, count, timestamp_ms - self._base_timestamp, key, value, headers)
-        if count and HEADER_SIZE + len(body) > self.batch_size:
-            del body[mark:]
+        values = self.values
+        count = len(values)
+        delta = timestamp_ms - self.timestamps[0] if count else 0
+        taken = record_size(count, delta, key, value, headers)
+        if count and self.size_in_bytes + taken > self.batch_size:
             return 0
-        self.size_in_bytes = HEADER_SIZE + len(body)
-        self._count = count + 1
-        if timestamp_ms > self._max_timestamp:
-            self._max_timestamp = timestamp_ms
+        self.size_in_bytes += taken
+        if key is not None and self.keys is None:
+            self.keys = [None] * count
+        if self.keys is not None:
+            self.keys.append(key)
+        if headers and self.headers is None:
+            self.headers = [()] * count
+        if self.headers is not None:
+            self.headers.append(headers)
+        values.append(value)
+        self.timestamps.append(timestamp_ms)
         return taken if count else taken + HEADER_SIZE
 
     def build(self) -> bytes:
-        if self._count == 0:
+        if not self.values:
             raise IllegalArgument("a record batch needs at least one record")
+        timestamps = self.timestamps
         return _assemble(
-            self._body,
+            encode_records(self.keys, self.values, timestamps, self.headers),
             base_offset=self.base_offset,
-            last_offset_delta=self._count - 1,
-            record_count=self._count,
-            base_timestamp=self._base_timestamp,
-            max_timestamp=self._max_timestamp,
+            last_offset_delta=len(timestamps) - 1,
+            record_count=len(timestamps),
+            base_timestamp=timestamps[0],
+            max_timestamp=max(timestamps),
             compression=self.compression,
             producer_id=self.producer_id,
             producer_epoch=self.producer_epoch,

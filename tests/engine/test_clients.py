@@ -7,6 +7,7 @@ from collections import Counter
 import pytest
 
 from lab.engine.clients import Ledger
+from lab.engine.cluster import Cluster
 from lab.engine.errors import (
     ConfigException,
     IllegalState,
@@ -17,7 +18,7 @@ from lab.engine.errors import (
 )
 from lab.engine.ids import TopicPartition as _tp
 from lab.engine.partitioner import partition_for_key
-from lab.engine.records import read_header
+from lab.engine.records import iter_headers, read_header
 from lab.engine.tasks import Task
 from tests.engine.helpers import checked_cluster, leo, values
 
@@ -85,6 +86,57 @@ def test_a_switch_put_off_while_a_batch_had_room_happens_once_that_batch_is_sent
         runs = _runs([f.result().partition for f in futures])
         assert len(runs) > 5
         assert all(run % 10 == 0 for run in runs[:-1]), runs  # two batches a partition (or 4, 6...)
+
+
+def _batches(c: Cluster, topic: str, partitions: int) -> dict[int, list[tuple[int, int]]]:
+    """Per partition, the (base offset, record count) of each batch in its leader's log."""
+    out: dict[int, list[tuple[int, int]]] = {}
+    for partition in range(partitions):
+        leader = c.leader_of(topic, partition)
+        assert leader is not None
+        log = c.brokers[leader].partitions[_tp(topic, partition)].log
+        data = log.read(0, 1 << 30)
+        out[partition] = [(h.base_offset, h.record_count) for _, h in iter_headers(data.records)]
+    return out
+
+
+# 8137 bytes: a header, 64 records of 109 bytes and 10 of 110 (two-byte offset deltas) fill it exactly.
+@pytest.mark.parametrize(
+    ("batch_size", "linger_ms"), [(1000, 0), (16384, 0), (16384, 7), (300, 3), (8137, 0)]
+)
+def test_alike_records_go_where_records_sent_one_by_one_the_long_way_go(
+    batch_size: int, linger_ms: int
+) -> None:
+    # send() appends a record alike the one before itself while nothing can differ (Producer._arm);
+    # an explicit timestamp always takes the general path. Both must give the same batches.
+    def run(explicit_timestamp: bool) -> tuple[list[tuple[int, int, int]], dict[int, list[tuple[int, int]]]]:
+        with checked_cluster(3, seed=11) as c:
+            c.create_topic("t", partitions=3, replication_factor=3)
+            p = c.producer(batch_size=batch_size, linger_ms=linger_ms)
+            futures = []
+            for i in range(3000):
+                value = b"v" * (100 if i % 700 < 500 else 37 + i % 3)  # mostly alike, then not
+                key = b"k%d" % i if i % 450 == 449 else None
+                stamp = {"timestamp": c.now_ms} if explicit_timestamp else {}
+                futures.append(p.send("t", value, key=key, **stamp))
+                if i % 97 == 96:
+                    c.run_for(i % 3)  # time moves, or not
+            assert p.flush()
+            placed = [(f.result().partition, f.result().offset, f.result().timestamp) for f in futures]
+            return placed, _batches(c, "t", 3)
+
+    assert run(explicit_timestamp=False) == run(explicit_timestamp=True)
+
+
+def test_a_closed_producer_refuses_records_even_alike_ones() -> None:
+    with checked_cluster(1) as c:
+        c.create_topic("t")
+        p = c.producer(linger_ms=100)
+        sent = [p.send("t", b"same length") for _ in range(5)]  # the later ones appended in bulk
+        p.close()
+        with pytest.raises(IllegalState, match="is closed"):
+            p.send("t", b"same length")
+        assert p.sent == len(sent)
 
 
 def test_batch_size_zero_sends_each_record_in_a_batch_of_its_own() -> None:
@@ -515,7 +567,7 @@ def test_the_ledger_keeps_the_newest_acknowledgements_of_a_partition_within_its_
     tp = _tp("t", 0)
     limit = Ledger.LIMIT_PER_PARTITION
     for base in range(0, 2 * limit, 500):
-        ledger.record_batch("p", tp, base, [(None, b"v")] * 500, acks=1, time_ms=0)
+        ledger.record_batch("p", tp, base, None, [b"v"] * 500, acks=1, time_ms=0)
         assert len(ledger.of(tp)) <= limit * 5 // 4
     kept = ledger.of(tp)
     assert len(kept) >= limit

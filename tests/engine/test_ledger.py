@@ -81,3 +81,25 @@ def test_a_deleted_topic_is_forgotten_but_its_losses_stay() -> None:
     ledger.forget_topic("t")
     assert ledger.of(TP) == {}
     assert ledger.lost_offsets() == {TP: [0]}
+
+
+def test_a_batch_written_over_part_of_others_keeps_what_it_did_not_touch() -> None:
+    ledger = Ledger()
+    ledger.record_batch("p", TP, 0, None, [b"a0", b"a1", b"a2", b"a3"], acks=-1, time_ms=1)
+    ledger.record_batch("p", TP, 4, [b"k", None], [b"b4", b"b5"], acks=1, time_ms=2)
+    # After a truncation to 2, another producer's batch is acknowledged at 2..4.
+    ledger.record_batch("q", TP, 2, None, [b"c2", b"c3", b"b4"], acks=-1, time_ms=3)
+    held = ledger.of(TP)
+    assert [(r.offset, r.producer, r.key, r.value) for r in held.values()] == [
+        (0, "p", None, b"a0"),
+        (1, "p", None, b"a1"),
+        (2, "q", None, b"c2"),
+        (3, "q", None, b"c3"),
+        (4, "q", None, b"b4"),
+        (5, "p", None, b"b5"),
+    ]
+    assert ledger.lost_offsets() == {TP: [2, 3, 4]}  # 4 too: the key it was acknowledged with is gone
+    assert ledger.count == 9
+    assert ledger.highest_acks_all[TP] == 4
+    assert 6 not in held
+    assert len(held) == 6

@@ -219,6 +219,40 @@ def test_records_past_the_varint_table_encode_as_kafka_reads_them() -> None:
     assert records[1].key == b"k"
 
 
+@pytest.mark.parametrize("length", [0, 1, 55, 56, 63, 64, 100, 4090, 5000])
+def test_alike_records_are_encoded_in_bulk_as_kafka_python_reads_them(length: int) -> None:
+    # No key, no header, one timestamp, values of one length: the producer's common batch, whose
+    # record heads come from a table. Past offset delta 63 the delta takes two bytes.
+    values = [bytes([i % 256]) * length for i in range(200)]
+    builder = BatchBuilder(batch_size=1 << 22)
+    for value in values:
+        assert builder.try_append(None, value, timestamp_ms=1_700_000_000_000) > 0
+    batch = builder.build()
+    assert len(batch) == builder.size_in_bytes
+    theirs = DefaultRecordBatch(bytearray(batch))
+    assert theirs.validate_crc()
+    decoded = list(theirs)
+    assert [(r.offset, r.timestamp, r.key, r.value, r.headers) for r in decoded] == [
+        (i, 1_700_000_000_000, None, value, []) for i, value in enumerate(values)
+    ]
+
+
+def test_a_batch_that_is_not_all_alike_is_encoded_record_by_record() -> None:
+    builder = BatchBuilder(batch_size=1 << 20)
+    builder.append(None, b"a" * 10, timestamp_ms=5)
+    builder.append(None, b"b" * 10, timestamp_ms=7)  # another timestamp
+    builder.append(None, b"c" * 11, timestamp_ms=7)  # another length
+    builder.append(None, None, timestamp_ms=7)  # a tombstone
+    batch = builder.build()
+    assert len(batch) == builder.size_in_bytes
+    assert [(r.offset, r.timestamp, r.value) for r in decode_records(batch)] == [
+        (0, 5, b"a" * 10),
+        (1, 7, b"b" * 10),
+        (2, 7, b"c" * 11),
+        (3, 7, None),
+    ]
+
+
 def test_empty_batches_are_refused() -> None:
     with pytest.raises(IllegalArgument):
         BatchBuilder().build()

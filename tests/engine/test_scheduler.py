@@ -199,3 +199,16 @@ def test_pending_lists_live_timers_in_run_order_with_their_labels() -> None:
     s.call_at(10, lambda: None, label="timeout").cancel()
     s.call_at(20, lambda: None, label="produce")
     assert [(t.time_ms, t.label) for t in s.pending()] == [(10, "heartbeat"), (20, "produce"), (30, "fetch")]
+
+
+def test_cancelled_timers_do_not_pile_up_and_the_rest_keep_their_order() -> None:
+    s = Scheduler()
+    ran: list[int] = []
+    for i in range(10_000):
+        timeout = s.call_later(30_000, ran.append, -1)  # a request's timeout...
+        s.call_later(i % 3, ran.append, i)
+        s.step()
+        Scheduler.cancel(timeout)  # ...answered in time
+        assert len(s._heap) <= 2048 + 3
+    _run_all(s)
+    assert sorted(ran) == list(range(10_000))

@@ -37,6 +37,7 @@ NO_TIMESTAMP = -1
 INT32_MAX = 2**31 - 1
 _READ_CHUNK = 1 << 20
 _IOV_MAX = 1024
+_TAIL_BYTES = 64 << 10  # the last bytes appended that reads find in memory (LogSegment._tail)
 # baseOffset, batchLength, partitionLeaderEpoch, magic, crc, attributes, lastOffsetDelta: enough to know
 # where a batch ends and its last offset.
 _SHORT_HEADER = struct.Struct(">qiibIhi")
@@ -108,6 +109,12 @@ class LogSegment:
         self.created_ms = 0
         self.bytes_since_last_index_entry = 0
         self._fd: int | None = None
+        # The last bytes appended (the page cache, as far as reads of them go): followers fetch
+        # what the leader just wrote, and reading it back costs a system call per header and batch.
+        # Kept while the file is open, from _tail_start to the end of the file; emptied by any
+        # change other than an append.
+        self._tail = bytearray()
+        self._tail_start = 0
 
     # --- life cycle -------------------------------------------------------------------------------
 
@@ -143,9 +150,35 @@ class LogSegment:
             self._fd = os.open(self.log_path, os.O_RDWR | os.O_APPEND)
 
     def close_handle(self) -> None:
+        self._forget_tail()
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+
+    def _forget_tail(self) -> None:
+        self._tail = bytearray()
+        self._tail_start = self.size
+
+    def _remember(self, start: int, pieces: Sequence[bytes | bytearray | memoryview]) -> None:
+        """What append just wrote at ``start``, kept for reads (at most _TAIL_BYTES of it)."""
+        tail = self._tail
+        if self._tail_start + len(tail) != start:
+            tail.clear()
+            self._tail_start = start
+        for piece in pieces:
+            tail += piece
+        if len(tail) > _TAIL_BYTES:
+            cut = len(tail) - _TAIL_BYTES // 2
+            del tail[:cut]
+            self._tail_start += cut
+
+    def _read_at(self, fd: int, n: int, position: int) -> bytes:
+        """``os.pread``, from memory when the bytes are among the last appended."""
+        rel = position - self._tail_start
+        if rel >= 0 and self._tail:
+            with memoryview(self._tail) as view:
+                return bytes(view[rel : rel + n])
+        return os.pread(fd, n, position)
 
     def flush(self) -> None:
         """Write the index entries that only memory holds (the .log bytes are already written)."""
@@ -222,6 +255,7 @@ class LogSegment:
         """
         file_size = self.log_path.stat().st_size
         self.size = file_size
+        self._forget_tail()
         self.offset_index.reset()
         self.time_index.reset()
         self.max_timestamp = NO_TIMESTAMP
@@ -304,6 +338,7 @@ class LogSegment:
         except OSError as e:
             os.ftruncate(fd, start)
             raise KafkaStorageError(f"{self.log_path.name}: write failed: {e}") from e
+        self._remember(start, pieces)
         if start == 0:
             self.rolling_based_timestamp = batches[0][2]
         position = start
@@ -390,7 +425,7 @@ class LogSegment:
         position = self.offset_index.lookup(offset)
         size_of_log = self.size
         while position < size_of_log:
-            header = os.pread(fd, _SHORT_HEADER.size, position)
+            header = self._read_at(fd, _SHORT_HEADER.size, position)
             if len(header) < _SHORT_HEADER.size:
                 break
             fields = _SHORT_HEADER.unpack(header)
@@ -420,7 +455,9 @@ class LogSegment:
                 return None
             if max_offset is not None and first.last_offset >= max_offset:
                 return b"", first.base_offset, offset
-            chunk = os.pread(fd, min(max(max_bytes, first.size), self.size - first.position), first.position)
+            chunk = self._read_at(
+                fd, min(max(max_bytes, first.size), self.size - first.position), first.position
+            )
         end = first.size
         next_offset = first.last_offset + 1
         unpack = _SHORT_HEADER.unpack_from
@@ -456,6 +493,7 @@ class LogSegment:
         slot = self.translate_offset(offset)
         if slot is None:
             return 0
+        self._forget_tail()
         cut = self.size - slot.position
         self.open_handle()
         assert self._fd is not None
@@ -481,6 +519,7 @@ class LogSegment:
 
     def cut_to_position(self, position: int) -> None:
         """Lose everything from ``position`` on (a crash that loses the page cache). The log reopens later."""
+        self._forget_tail()
         fd = os.open(self.log_path, os.O_RDWR)
         try:
             os.ftruncate(fd, position)

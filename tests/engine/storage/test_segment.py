@@ -178,3 +178,28 @@ def test_batches_and_suffixes(tmp_path: Path) -> None:
     segment.size -= 1
     with pytest.raises(CorruptRecord, match=r"00000000000000000003\.log"):
         list(segment.batches())
+
+
+def _read_all(segment: LogSegment) -> bytes:
+    found = segment.read(segment.base_offset, 1 << 30)
+    return b"" if found is None else bytes(found[0])
+
+
+def test_reads_of_what_was_just_appended_match_the_file_through_truncations_and_rolls(
+    tmp_path: Path,
+) -> None:
+    # The last bytes appended are read from memory (no system call), as from the page cache:
+    # what a read returns is the file's content, whatever happened to the file.
+    segment = make_segment(tmp_path, interval=10_000)
+    append_batches(segment, 3000)  # far past what memory keeps: early batches come from the file
+    assert _read_all(segment) == segment.log_path.read_bytes()
+    records, first, _ = segment.read(5999, 10) or (b"", -1, -1)
+    assert (bytes(records), first) == (segment.log_path.read_bytes()[-len(records) :], 5998)
+    segment.truncate_to(5000)
+    written = append_batches(segment, 3, ts=77)  # offsets 5000.. written again, other bytes
+    assert _read_all(segment) == segment.log_path.read_bytes()
+    records, first, _ = segment.read(5002, 10) or (b"", -1, -1)
+    assert (bytes(records), first) == (written[1], 5002)
+    segment.on_become_inactive()  # rolled: the file is closed, reads open it again
+    assert _read_all(segment) == segment.log_path.read_bytes()
+    assert decode_records(written[2])[0].timestamp == 79
