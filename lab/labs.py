@@ -215,6 +215,7 @@ def live_of(lab: Lab) -> LiveLab:
     """The lab's runtime, started now if it is not running."""
     running = runtime.get(lab.slug)
     if running is not None and running.state != "stopped":
+        running.wake("a page or an API call")  # whoever asks for the lab uses it: it wakes
         return running
     store = store_for_labs()
     return runtime.start(
@@ -222,6 +223,7 @@ def live_of(lab: Lab) -> LiveLab:
         zookeeper=store.zookeeper,
         fallback_reason=store.fallback_reason,
         renderer=TemplateRenderer(lab.slug),
+        sleep_after_s=settings.LAB_SLEEP_AFTER_S or None,
     )
 
 
