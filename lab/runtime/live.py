@@ -829,6 +829,7 @@ class LiveLab:
         if now - self._last_publish < self.publish_interval_s:
             return
         self._last_publish = now
+        made_at = time.time()  # the slot's start: frames stay a slot apart however long the key takes
         hooked = self._hooked_views()
         key = self._change_key(hooked)
         fresh, self._fresh_frame = self._fresh_frame, False
@@ -836,7 +837,6 @@ class LiveLab:
         if self._quiet and not fresh and self._frame.seq:
             return  # nothing changed: no snapshot, no views, no frame (the page runs its clock itself)
         self._published_key = key
-        made_at = time.time()
         inputs = self._collect()
         views = build(inputs)
         views.update(hooked)
