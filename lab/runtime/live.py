@@ -489,6 +489,8 @@ class LiveLab:
         return max(self.tick_s, self.publish_interval_s)
 
     def _maybe_sleep(self, *, active: bool) -> None:
+        if active:
+            self._quiet = False  # what someone asked for may need the engine's next ticks
         if active or self._keeps_awake():
             self._idle_since = None
             return
