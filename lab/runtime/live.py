@@ -124,6 +124,7 @@ class LiveLab:
         self._published_key: object = None
         self._fresh_frame = False
         self._quiet = False  # the last frame slot found nothing changed
+        self._arrived = False  # ZooKeeper sent something: the next tick is now, quiet or not
         self.ticks = 0  # driver loop iterations, for tests that wait for "a few ticks later"
         self.ready: Future[None] = Future()
         self.state = "starting"
@@ -415,7 +416,7 @@ class LiveLab:
         try:
             while True:
                 with self._cond:
-                    if not self._inbox and not self._posted and not self._stopping:
+                    if not self._inbox and not self._posted and not self._stopping and not self._arrived:
                         # Wake for the next tick, or sooner if the next frame is due before it.
                         due = self._last_publish + self.publish_interval_s - time.monotonic()
                         self._cond.wait(max(0.0, min(self._tick_interval(), due)))
@@ -426,6 +427,7 @@ class LiveLab:
                     posted = list(self._posted)
                     self._posted.clear()
                     nudged, self._nudged = self._nudged, ""
+                    self._arrived = False
                 self.ticks += 1
                 self.zookeeper_outage = self._outage()
                 if self._cluster is not None:
@@ -487,6 +489,12 @@ class LiveLab:
         if any(name in self._tick_hooks and busy() for name, busy in list(self._busy_hooks.items())):
             return self.tick_s
         return max(self.tick_s, self.publish_interval_s)
+
+    def _zookeeper_sent(self) -> None:
+        """(kazoo's thread) An answer or a watch is waiting: a quiet tick ends now (a sleep does not)."""
+        with self._cond:
+            self._arrived = True
+            self._cond.notify_all()
 
     def _maybe_sleep(self, *, active: bool) -> None:
         if active:
@@ -594,6 +602,9 @@ class LiveLab:
         )
         self._cluster = cluster
         cluster.after_step.append(self._stepped)
+        on_arrival = getattr(cluster.store, "on_arrival", None)
+        if on_arrival is not None:
+            on_arrival(self._zookeeper_sent)
         existing = set(cluster.topics())
         for topic in spec.topics:
             if topic.name not in existing:
