@@ -138,7 +138,8 @@ def serve(
             ports={b: port + b - 1 for b in range(1, brokers + 1)},
         )
         listen = Listen(bind_host=host, advertised_host=advertised_host or host)
-        lab = LiveLab(spec, zookeeper=zookeeper, listen=listen, publish_interval_s=1.0)
+        # A standalone cluster keeps Kafka's time whether or not a client is connected: it never sleeps.
+        lab = LiveLab(spec, zookeeper=zookeeper, listen=listen, publish_interval_s=1.0, sleep_after_s=None)
         lab.start()
         stack.callback(lab.stop)
         lab.ready.result(timeout_s)

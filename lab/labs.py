@@ -221,6 +221,7 @@ def live_of(lab: Lab) -> LiveLab:
     """The lab's runtime, started now if it is not running, its brokers listening for Kafka clients."""
     running = runtime.get(lab.slug)
     if running is not None and running.state != "stopped":
+        running.wake("a page or an API call")  # whoever asks for the lab uses it: it wakes
         return running
     store = store_for_labs()
     spec = spec_of(lab)
@@ -237,6 +238,7 @@ def live_of(lab: Lab) -> LiveLab:
         fallback_reason=store.fallback_reason,
         renderer=TemplateRenderer(lab.slug),
         listen=Listen(bind_host=settings.LAB_WIRE_BIND_HOST, advertised_host=settings.LAB_ADVERTISED_HOST),
+        sleep_after_s=settings.LAB_SLEEP_AFTER_S or None,
     )
     live.add_view(LISTENERS_VIEW, listeners_view)
     return live

@@ -21,6 +21,7 @@ Driven by the environment where it matters:
 
 Limits (see README, "Limits"): ``LAB_MAX_LABS_PER_USER`` (10), ``LAB_MAX_LABS_PER_INSTRUCTOR`` (20),
 ``LAB_MAX_LIVE_LABS`` (40), enforced by ``lab.limits`` on every path that makes a lab.
+``LAB_SLEEP_AFTER_S`` (30): how long a lab nobody uses runs before it sleeps (0: never).
 
 Production (see README, "Production settings"): ``DATABASE_URL`` (``postgres://...``, needs the
 ``postgres`` extra; default SQLite in ``LAB_DATA_DIR``, in WAL mode), ``REDIS_URL`` (channels'
@@ -144,6 +145,10 @@ LAB_KAFKA_VERSION = "Kafka 3.x in ZooKeeper mode"
 LAB_MAX_LABS_PER_USER = _env_at_least_one("LAB_MAX_LABS_PER_USER", 10)
 LAB_MAX_LABS_PER_INSTRUCTOR = _env_at_least_one("LAB_MAX_LABS_PER_INSTRUCTOR", 20)
 LAB_MAX_LIVE_LABS = _env_at_least_one("LAB_MAX_LIVE_LABS", 40)
+
+# A lab nobody watches, uses or connects to sleeps after this many wall seconds: its clock stops and
+# its thread parks until someone needs it again (lab/runtime/sleep.py). 0: never sleep.
+LAB_SLEEP_AFTER_S = float(os.environ.get("LAB_SLEEP_AFTER_S", "").strip() or 30)
 
 # Where lab.serve listens: on another machine's reach (not loopback) the lab serves a class.
 LAB_LISTEN = parse_listen(os.environ.get(LISTEN_ENV_VAR, ""))

@@ -105,3 +105,37 @@ def test_the_owner_gets_the_full_state_then_a_partial_after_a_change(settings: S
     assert frames == sorted(frames)
     assert frames[-1] > frames[0]
     assert live.subscribers == 0  # the page left
+
+
+def test_a_page_connecting_wakes_a_sleeping_lab_and_keeps_it_awake(settings: Settings) -> None:
+    from tests.processes import wait_until
+
+    settings.LAB_ZOOKEEPER = ""
+    settings.LAB_SLEEP_AFTER_S = 0.001  # asleep as soon as nobody uses it
+    client, owner = _logged_in("ada")
+    lab = make_lab(owner)
+    live = live_of(lab)
+    live.ready.result(30)
+    assert wait_until(lambda: live.asleep, 10)
+
+    async def watch() -> tuple[str, str, bool]:
+        communicator = WebsocketCommunicator(application, f"/ws/labs/{lab.slug}/", headers=_headers(client))
+        connected, _ = await communicator.connect()
+        assert connected
+        full = await communicator.receive_from(timeout=10)
+        # The lab woke when the page asked for it: the full state or the fresh frame right after it
+        # (whichever the driver made first) says it slept.
+        woke = full
+        while "Slept: nobody watched" not in woke:
+            woke = await communicator.receive_from(timeout=10)
+        awake = not live.asleep
+        await communicator.disconnect()
+        return full, woke, awake
+
+    full, woke, awake = async_to_sync(watch)()
+    assert 'id="clock-time" hx-swap-oob="true"' in full
+    assert 'id="lab-status" hx-swap-oob="true"' in woke
+    assert "A page" in woke
+    assert "woke it." in woke
+    assert awake  # watched: it stays awake however short its grace period
+    assert wait_until(lambda: live.asleep, 10)  # the page left: it sleeps again

@@ -36,6 +36,8 @@ def lab_out(lab: Lab, user: Any, live: LiveLab | None = None) -> dict[str, Any]:
         "store": live.store if live is not None else ("zookeeper" if settings.LAB_ZOOKEEPER else "memory"),
         "zookeeper_outage": (live.zookeeper_outage or None) if live is not None else None,
         "can_act": access.can_act(user, lab),
+        "asleep": live.asleep if live is not None else False,
+        "slept": (live.nap_text() or None) if live is not None else None,
     }
 
 

@@ -177,6 +177,13 @@ class LabOut(Schema):
         None, description='"ZooKeeper is not answering: ..." while the lab cannot reach ZooKeeper'
     )
     can_act: bool
+    asleep: bool = Field(
+        False, description="nobody used the lab for a while: its clock is stopped until someone does"
+    )
+    slept: str | None = Field(
+        None,
+        description='its current or last sleep: "Slept: nobody watched; the clock was stopped for 12 min. ..."',
+    )
 
 
 class ListenerOut(Schema):

@@ -124,7 +124,7 @@ def ensure_exercise(progress: ExerciseProgress, *, fresh: bool = False) -> Exerc
             on_start=on_start,
         )
         _exercises[lab.slug] = (live, session)
-    live.add_tick_hook(EXERCISE_HOOK, session.tick)
+    live.add_tick_hook(EXERCISE_HOOK, session.tick, busy=lambda: session.busy)
     live.add_view(EXERCISE_VIEW, lambda _lab: session.view)
     return session
 
@@ -163,7 +163,7 @@ def ensure_player(scenario_lab: ScenarioLab) -> ScenarioPlayer | None:
             return found[1]
         made = ScenarioPlayer(scenario, lab=lab.slug)
         _players[lab.slug] = (live, made)
-    live.add_tick_hook(PLAYER_HOOK, made.tick)
+    live.add_tick_hook(PLAYER_HOOK, made.tick, busy=lambda: made.busy)
     live.add_view(PLAYER_VIEW, lambda _lab: made.view)
     return made
 

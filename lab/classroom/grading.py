@@ -105,6 +105,12 @@ class ExerciseSession:
 
     # ------------------------------------------------------------------ the hook
 
+    @property
+    def busy(self) -> bool:
+        """Playing the setup keeps the lab awake; grading does not: it reads the lab's state, which
+        stands still while the lab sleeps, so no check can pass or fail meanwhile."""
+        return self.phase == "setup"
+
     def tick(self, lab: LiveLab) -> None:
         cluster = lab.cluster
         if self.phase == "setup":

@@ -85,6 +85,11 @@ class ScenarioPlayer:
         run = self._run
         return run is not None and run.index >= len(self.scenario.steps) and len(run.results) == run.index
 
+    @property
+    def busy(self) -> bool:
+        """Playing or stepping: the lab must not sleep under it (``LiveLab.add_tick_hook``)."""
+        return self.mode != "paused"
+
     def play(self, lab: LiveLab) -> str:
         self._ensure_run(lab.cluster)
         self._refuse_if_cancelled()

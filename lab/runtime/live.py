@@ -32,9 +32,11 @@ from lab.engine.events import Event
 from lab.engine.tasks import Pending
 from lab.runtime import actions
 from lab.runtime.broadcast import Broadcaster, broadcaster, group_name
+from lab.runtime.changes import state_key
 from lab.runtime.clock import LabClock
 from lab.runtime.listeners import Listeners
 from lab.runtime.registry import BrokerSummary, LabSummary, register_lab, unregister_lab, update_lab
+from lab.runtime.sleep import SLEEP_AFTER_S, Nap
 from lab.runtime.spec import ClientSpec, LabSpec
 from lab.runtime.starting import Startup
 from lab.visuals.charts import Sample
@@ -49,6 +51,9 @@ EVENTS_KEPT = 400
 REBALANCES_KEPT = 200
 GOODBYE_MS = 200  # virtual time for LeaveGroup requests to arrive when the server stops
 MAX_FRAME_MS = 2_000  # the most virtual time one tick runs; beyond it the clock re-anchors
+# The ZooKeeper tree is read again once the lab changed (lab.runtime.changes); in a quiet lab only
+# this often, for what changes in ZooKeeper without the lab (a person with zkCli).
+TREE_QUIET_INTERVAL_S = 30.0
 
 
 # Why a broker's listener closed, by the broker's state (the timeline says it to the clients dropped).
@@ -105,6 +110,7 @@ class LiveLab:
         tree_interval_s: float = 1.0,
         wall: Callable[[], float] = time.monotonic,
         listen: Listen | None = None,
+        sleep_after_s: float | None = SLEEP_AFTER_S,
     ) -> None:
         self._spec = spec
         self.zookeeper = zookeeper
@@ -116,6 +122,20 @@ class LiveLab:
         self.publish_interval_s = publish_interval_s
         self.tree_interval_s = tree_interval_s
         self.clock = LabClock(rate=spec.rate, wall=wall)
+        # Sleeping (lab.runtime.sleep): None never sleeps. ``_nudged`` says why someone needs the
+        # lab (set from any thread under ``_cond``); the driver reads the rest.
+        self.sleep_after_s = sleep_after_s
+        self._wall = wall
+        self.asleep = False
+        self.nap: Nap | None = None  # the current or the last sleep
+        self._nudged = ""
+        self._idle_since: float | None = None
+        self._busy_hooks: dict[str, Callable[[], bool]] = {}
+        # Frames are built only when this key (lab.runtime.changes) moved, or a page asked for one.
+        self._published_key: object = None
+        self._fresh_frame = False
+        self._quiet = False  # the last frame slot found nothing changed
+        self._arrived = False  # ZooKeeper sent something: the next tick is now, quiet or not
         self.ticks = 0  # driver loop iterations, for tests that wait for "a few ticks later"
         self.ready: Future[None] = Future()
         self.state = "starting"
@@ -163,6 +183,8 @@ class LiveLab:
         self._tree_error: str | None = None
         self._tree_at = -math.inf
         self._tree_reading: Pending[list[dict[str, Any]]] | None = None  # a read in flight
+        self._tree_key: object = None  # lab.runtime.changes' key when the tree was last read
+        self._tree_checked_at = -math.inf
         self._last_publish = 0.0
         self._first_step_at: float | None = None
         self._produced = 0
@@ -227,6 +249,7 @@ class LiveLab:
                 future.set_exception(IllegalState(f"lab {self.slug} is stopping"))
                 return future
             self._inbox.append((fn, future))
+            self._nudged = self._nudged or "an API call or a command"
             self._cond.notify_all()
         return future
 
@@ -236,6 +259,7 @@ class LiveLab:
             if self._stopping:
                 return
             self._posted.append(fn)
+            self._nudged = self._nudged or "a Kafka client"
             self._cond.notify_all()
 
     def act(self, name: str, params: Mapping[str, str]) -> Future[Any]:
@@ -249,10 +273,26 @@ class LiveLab:
         return self.submit(fn)
 
     def subscribe(self) -> Frame:
-        """A page connects: count it, and return the frame to send it in full."""
+        """A page connects: count it, wake the lab, and return the frame to send it in full (a
+        fresh one follows at the next tick: the last one may be old, the lab having been idle)."""
         with self._lock:
             self._subscribers += 1
-            return self._frame
+            frame = self._frame
+        self.wake("a page opened")
+        return frame
+
+    def nap_text(self) -> str:
+        """What the lab's current or last sleep was ("" if it never slept), for the page and the API."""
+        nap = self.nap
+        return nap.text(self._wall()) if nap is not None else ""
+
+    def wake(self, why: str) -> None:
+        """Someone needs the lab (``why``, for the timeline): a sleeping lab wakes, an idle one waits
+        the grace period again, and a fresh frame is made."""
+        with self._cond:
+            self._nudged = why
+            self._fresh_frame = True
+            self._cond.notify_all()
 
     def unsubscribe(self) -> None:
         with self._lock:
@@ -341,12 +381,17 @@ class LiveLab:
 
     # ------------------------------------------------------------------ extensions
 
-    def add_tick_hook(self, name: str, hook: Callable[[LiveLab], None]) -> None:
-        """Run ``hook(lab)`` on the driver thread after every advance of the clock (replaces ``name``)."""
+    def add_tick_hook(
+        self, name: str, hook: Callable[[LiveLab], None], *, busy: Callable[[], bool] | None = None
+    ) -> None:
+        """Run ``hook(lab)`` on the driver thread after every advance of the clock (replaces ``name``).
+        The lab does not sleep while ``busy()`` (default: while the hook is there)."""
         self._tick_hooks[name] = hook
+        self._busy_hooks[name] = busy or (lambda: True)
 
     def remove_tick_hook(self, name: str) -> None:
         self._tick_hooks.pop(name, None)
+        self._busy_hooks.pop(name, None)
 
     def add_view(self, key: str, view: Callable[[LiveLab], object]) -> None:
         """Add ``view(lab)`` to every frame under ``key`` (driver thread; a renderer fragment draws it)."""
@@ -363,7 +408,7 @@ class LiveLab:
                 continue  # what it needs waits for ZooKeeper: it runs again next tick
             except Exception:
                 log.exception("lab %s: tick hook %s failed; it is removed", self.slug, name)
-                self._tick_hooks.pop(name, None)
+                self.remove_tick_hook(name)
 
     def _hooked_views(self) -> dict[str, object]:
         out: dict[str, object] = {}
@@ -386,16 +431,18 @@ class LiveLab:
         try:
             while True:
                 with self._cond:
-                    if not self._inbox and not self._posted and not self._stopping:
+                    if not self._inbox and not self._posted and not self._stopping and not self._arrived:
                         # Wake for the next tick, or sooner if the next frame is due before it.
                         due = self._last_publish + self.publish_interval_s - time.monotonic()
-                        self._cond.wait(max(0.0, min(self.tick_s, due)))
+                        self._cond.wait(max(0.0, min(self._tick_interval(), due)))
                     if self._stopping:
                         break
                     work = list(self._inbox)
                     self._inbox.clear()
                     posted = list(self._posted)
                     self._posted.clear()
+                    nudged, self._nudged = self._nudged, ""
+                    self._arrived = False
                 self.ticks += 1
                 self.zookeeper_outage = self._outage()
                 if self._startup is not None:
@@ -417,6 +464,7 @@ class LiveLab:
                 else:
                     self._settle_waiting()  # a reset's answer, or what waited on a cluster now gone
                 self._maybe_publish()
+                self._maybe_sleep(active=bool(work or posted or nudged))
         finally:
             if self._startup is not None:
                 self._startup.abandon()
@@ -445,6 +493,73 @@ class LiveLab:
         self._deferred.extend(queue)
         if self._startup is None and not self.ready.done():
             self.ready.set_result(None)
+
+    # ------------------------------------------------------------------ sleeping (lab.runtime.sleep)
+
+    def _keeps_awake(self) -> str:
+        """Why the lab may not sleep now ("" if nothing keeps it awake)."""
+        if self.sleep_after_s is None:
+            return "sleeping is off"
+        if self.state in ("starting", "resetting"):
+            return f"the lab is {self.state}"
+        if self.subscribers:
+            return "a page watches"
+        if self._waiting:
+            return "an answer is awaited"
+        if self.wire is not None and self.wire.connections:
+            return "a Kafka client is connected"
+        for name, busy in list(self._busy_hooks.items()):
+            if name in self._tick_hooks and busy():
+                return f"{name} is busy"
+        return ""
+
+    def _tick_interval(self) -> float:
+        """A quiet lab ticks once a frame slot, not every ``tick_s``: what someone sends wakes it at
+        once anyway, and nothing a page shows moves faster than a frame. A connected client, an
+        awaited answer or a busy extension keep the fast tick (their timers are not frames)."""
+        if not self._quiet or self._waiting or (self.wire is not None and self.wire.connections):
+            return self.tick_s
+        if any(name in self._tick_hooks and busy() for name, busy in list(self._busy_hooks.items())):
+            return self.tick_s
+        return max(self.tick_s, self.publish_interval_s)
+
+    def _zookeeper_sent(self) -> None:
+        """(kazoo's thread) An answer or a watch is waiting: a quiet tick ends now (a sleep does not)."""
+        with self._cond:
+            self._arrived = True
+            self._cond.notify_all()
+
+    def _maybe_sleep(self, *, active: bool) -> None:
+        if active:
+            self._quiet = False  # what someone asked for may need the engine's next ticks
+        if active or self._keeps_awake():
+            self._idle_since = None
+            return
+        now = self._wall()
+        if self._idle_since is None:
+            self._idle_since = now
+        assert self.sleep_after_s is not None
+        if now - self._idle_since >= self.sleep_after_s:
+            self._sleep()
+
+    def _sleep(self) -> None:
+        """Stop the clock and park until someone needs the lab; then carry on where it stopped."""
+        cluster = self._cluster
+        self.nap = Nap(time_ms=cluster.now_ms if cluster is not None else 0, slept_at=self._wall())
+        self.asleep = True
+        self._publish_now()  # the frame the API and a page opening read says so
+        with self._cond:
+            while not (self._inbox or self._posted or self._nudged or self._stopping):
+                self._cond.wait()  # no timeout: a sleeping lab costs nothing until notified
+            why = self._nudged or ("a Kafka client" if self._posted else "an API call or a command")
+        self.asleep = False
+        self._idle_since = None
+        nap = self.nap = replace(self.nap, woke_at=self._wall(), woke_for=why)
+        if self._stopping or cluster is None or cluster is not self._cluster:
+            return
+        self.clock.anchor(cluster.now_ms)  # the clock goes on from where it stopped
+        cluster.journal.record("lab_slept", nap.text(self._wall()), slept_s=round(nap.seconds(0), 1))
+        self._publish_now()
 
     def _run_posted(self, job: Callable[[], None]) -> None:
         try:
@@ -553,6 +668,9 @@ class LiveLab:
         if startup.cluster is not None and self._cluster is None:
             self._cluster = startup.cluster
             self._cluster.after_step.append(self._stepped)
+            on_arrival = getattr(self._cluster.store, "on_arrival", None)
+            if on_arrival is not None:
+                on_arrival(self._zookeeper_sent)  # a quiet tick ends when ZooKeeper sends something
         if done:
             self._startup = None
             self._started()
@@ -670,7 +788,8 @@ class LiveLab:
         cluster.run_until(target, pace=False)
 
     def _maybe_poll_tree(self) -> None:
-        """About once a second, ask for the ZooKeeper tree, and take it when it has arrived: a slow
+        """About once a second, when the lab's state moved since the last read (or every
+        TREE_QUIET_INTERVAL_S), ask for the ZooKeeper tree, and take it when it has arrived: a slow
         ZooKeeper holds up the tree, never the driver (one read at a time)."""
         cluster = self._cluster
         assert cluster is not None
@@ -680,25 +799,31 @@ class LiveLab:
                 cluster.run_until(cluster.now_ms, pace=False)  # take what ZooKeeper sent; time stands
             if reading.done():
                 self._tree_reading = None
-                self._take_tree(reading)
+                self._take_tree(cluster, reading)
             return
         if self.clock.paused and self._tree is not None:
             return
-        if time.monotonic() - self._tree_at < self.tree_interval_s:
+        now = time.monotonic()
+        if now - max(self._tree_at, self._tree_checked_at) < self.tree_interval_s:
             return
-        self._tree_at = time.monotonic()
+        self._tree_checked_at = now
+        if state_key(cluster) == self._tree_key and now - self._tree_at < TREE_QUIET_INTERVAL_S:
+            return  # nothing the lab did can have changed the tree: no reads of every znode
+        self._tree_at = now
         try:
             self._tree_reading = cluster.begin_zookeeper_tree()
         except KafkaError as error:
             self._tree_error = f"the tree could not be read: {error}"
 
-    def _take_tree(self, reading: Pending[list[dict[str, Any]]]) -> None:
+    def _take_tree(self, cluster: Cluster, reading: Pending[list[dict[str, Any]]]) -> None:
         error = reading.failed_with()
         if error is not None:
             self._tree_error = f"the tree could not be read: {error}"
             return
         tree = reading.result()
         self._tree_error = None
+        # A changed tree is read once more a poll later, so its "new" and "gone" marks last one poll.
+        self._tree_key = None if tree != self._tree or self._tree_prev != self._tree else state_key(cluster)
         if tree != self._tree:
             self._tree_prev, self._tree = self._tree, tree
         elif self._tree_prev != self._tree:
@@ -716,6 +841,7 @@ class LiveLab:
             fallback_reason=self.fallback_reason,
             zookeeper_outage=self.zookeeper_outage,
             note=self.starting_note,
+            nap=self.nap_text(),
         )
 
     def _collect(self) -> FrameInputs:
@@ -773,15 +899,42 @@ class LiveLab:
             self._out_seen[bid] = (id(broker), count)
         return sample(snapshot, produced=self._produced, consumed=self._consumed)
 
+    def _publish_now(self) -> None:
+        self._fresh_frame = True
+        self._last_publish = -math.inf
+        self._maybe_publish()
+
+    def _change_key(self, hooked: Mapping[str, object]) -> tuple[object, ...]:
+        """What a frame is built from, but time: equal keys, equal frames (lab.runtime.changes)."""
+        cluster = self._cluster
+        return (
+            state_key(cluster) if cluster is not None else None,
+            dict(cluster.config.values) if cluster is not None else None,
+            id(self._tree),
+            id(self._tree_prev),
+            self._tree_error,
+            self._status(),
+            self.clock.rate,
+            self.clock.paused,
+            dict(hooked),
+        )
+
     def _maybe_publish(self) -> None:
         now = time.monotonic()
         if now - self._last_publish < self.publish_interval_s:
             return
         self._last_publish = now
-        made_at = time.time()
+        made_at = time.time()  # the slot's start: frames stay a slot apart however long the key takes
+        hooked = self._hooked_views()
+        key = self._change_key(hooked)
+        fresh, self._fresh_frame = self._fresh_frame, False
+        self._quiet = key == self._published_key
+        if self._quiet and not fresh and self._frame.seq:
+            return  # nothing changed: no snapshot, no views, no frame (the page runs its clock itself)
+        self._published_key = key
         inputs = self._collect()
         views = build(inputs)
-        views.update(self._hooked_views())
+        views.update(hooked)
         first_step = self._first_step_at or made_at
         self._first_step_at = None
         previous = self._frame

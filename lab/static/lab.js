@@ -150,6 +150,25 @@
     }
   });
 
+  /* The clock runs on between frames ---------------------------------------------------- */
+  // A lab with nothing happening sends no frame, not even for its clock: the page advances the
+  // virtual time it was last sent at the rate it was sent with, while the socket is live. The
+  // next frame sets it right again.
+  function clockLabel(ms) {
+    var s = Math.floor(ms / 1000), m = Math.floor(s / 60);
+    function pad(n, w) { n = String(n); while (n.length < w) n = "0" + n; return n; }
+    return m + ":" + pad(s % 60, 2) + "." + pad(Math.floor(ms % 1000), 3);
+  }
+  setInterval(function () {
+    var el = document.getElementById("clock-time");
+    var status = document.getElementById("live-status");
+    if (!el) return;
+    if (el._sentAt === undefined) { el._sentAt = performance.now(); return; }  // a new one from the server
+    var rate = Number(el.dataset.rate || 0);
+    if (!rate || !status || status.dataset.live !== "live") return;
+    el.textContent = clockLabel(Number(el.dataset.timeMs) + (performance.now() - el._sentAt) * rate);
+  }, 100);
+
   /* Toasts fade after a while ---------------------------------------------------------- */
   var toastTimer = null;
   document.addEventListener("htmx:afterSwap", function (e) {

@@ -21,10 +21,12 @@ def clock_label(time_ms: int) -> str:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ClockTime:
-    """What changes every frame: virtual time."""
+    """Virtual time when the frame was made. Between frames the page runs the clock on at ``rate``
+    (0 when paused): a lab with nothing happening sends no frame just for the time."""
 
     time_ms: int
     paused: bool
+    rate: float = 0.0
 
     @property
     def label(self) -> str:
@@ -122,6 +124,7 @@ class LabStatus:
     fallback_reason: str  # why the memory store is used, when it is
     zookeeper_outage: str = ""  # "ZooKeeper is not answering ..." while the lab cannot reach it
     note: str = ""  # while starting or resetting: what the start waits for
+    nap: str = ""  # "Slept: nobody watched; the clock was stopped for 12 min. ..." (lab.runtime.sleep)
 
     @property
     def memory(self) -> bool:

@@ -70,7 +70,11 @@ def build(inputs: FrameInputs) -> dict[str, object]:
     logs = partition_logs(snap, config, rate=0.0 if inputs.paused else inputs.rate)
     views: dict[str, object] = {
         "status": inputs.status,
-        "clock-time": ClockTime(time_ms=int(snap.get("time_ms") or 0), paused=inputs.paused),
+        "clock-time": ClockTime(
+            time_ms=int(snap.get("time_ms") or 0),
+            paused=inputs.paused,
+            rate=0.0 if inputs.paused else inputs.rate,
+        ),
         "clock-controls": clock_controls(inputs.rate, inputs.paused),
         "cluster-map": cluster_map(snap, config),
         "sessions": sessions_view(snap, inputs.tree, config),

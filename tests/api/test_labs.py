@@ -239,3 +239,28 @@ def test_a_real_client_round_trips_records_through_a_lab_made_with_the_api(ada: 
     first = next(k for k, (_, p, _) in stored.items() if p == acked[0].partition)
     assert first in page
     assert sent[first] in page
+
+
+def test_a_sleeping_lab_is_listed_asleep_and_an_api_call_wakes_it_with_its_clock_where_it_stopped(
+    ada: Api, settings: Settings
+) -> None:
+    from lab.runtime.manager import runtime
+    from tests.processes import wait_until
+
+    settings.LAB_SLEEP_AFTER_S = 0.001  # asleep as soon as nobody uses it
+    ok(ada.post("/labs", {"name": "Nap", "brokers": 1}), 201)
+    live = runtime.get("nap")
+    assert live is not None
+    live.ready.result(30)
+    assert wait_until(lambda: live.asleep, 10)
+    nap = live.nap
+    assert nap is not None
+    # Listing labs does not wake them: it says which sleep.
+    (listed,) = ok(ada.get("/labs"))
+    assert listed["asleep"] is True
+    assert listed["slept"].startswith("Asleep: nobody watched; the clock is stopped")
+    # Reading one is using it: it wakes (its clock going on from where it stopped: tests/runtime/test_sleep.py).
+    detail = ok(ada.get("/labs/nap"))
+    assert detail["asleep"] is False
+    assert detail["snapshot"]["time_ms"] >= nap.time_ms
+    assert "Slept: nobody watched; the clock was stopped for" in detail["slept"]

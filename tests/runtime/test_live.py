@@ -23,7 +23,7 @@ from lab.engine.errors import (
 )
 from lab.runtime.broadcast import Broadcaster
 from lab.runtime.live import LiveLab
-from lab.runtime.spec import LabSpec, TopicSpec
+from lab.runtime.spec import ClientSpec, LabSpec, TopicSpec
 from lab.visuals.frame import plog_key
 from lab.zookeeper_server import ManagedZooKeeper
 from tests.processes import wait_until
@@ -213,7 +213,9 @@ def test_frames_are_coalesced_and_unchanged_views_are_not_sent(tmp_path: Path) -
         live.wait_for_frame(lambda f: f.views["status"].state == "running")  # type: ignore[attr-defined]
         live.subscribe()
         live.act("clock-speed", {"rate": "10"}).result(10)
-        live.act("produce", {"topic": "orders", "count": "50", "acks": "1"}).result(10)
+        # A steady producer: something changes in every frame.
+        load = ClientSpec(kind="producer", name="load", topics=("orders",), rate_per_s=50, acks="1")
+        live.submit(lambda lab: lab.add_client(load)).result(10)
         frames: list[tuple[float, dict[str, object]]] = []
         deadline = time.monotonic() + 5
         while time.monotonic() < deadline and len(frames) < 12:
@@ -230,6 +232,7 @@ def test_frames_are_coalesced_and_unchanged_views_are_not_sent(tmp_path: Path) -
         assert [m["frame"] for _, m in frames] == sorted(m["frame"] for _, m in frames)
 
         # A paused clock with nothing happening sends nothing.
+        live.submit(lambda lab: lab.client_op("load", "stop")).result(10)
         live.act("clock-pause", {}).result(10)
         seq = live.frame.seq
         ticks_later(live, 15)
@@ -483,3 +486,63 @@ def test_a_tree_read_zookeeper_is_slow_to_answer_holds_up_no_one_else(tmp_path: 
         live.wait_for_frame(lambda f: "/brokers/ids/1" not in _paths(f) and "/brokers/ids/2" in _paths(f))
     finally:
         live.stop()
+
+
+def test_a_watched_lab_with_nothing_happening_sends_no_frame_until_something_changes(
+    tmp_path: Path, wall: FakeWall
+) -> None:
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    layer = InMemoryChannelLayer()
+    broadcast = Broadcaster(layer=lambda: layer)
+    broadcast.attach(loop)
+
+    class Renderer:
+        def fragment(self, key: str, views: object) -> str:
+            return f"<{key}>"
+
+    def received() -> list[str]:
+        async def drain() -> list[str]:
+            out = []
+            queue = layer.channels.get(channel)
+            while queue is not None and not queue.empty():  # what is queued now, without waiting
+                out.append(str((await layer.receive(channel))["html"]))
+                queue = layer.channels.get(channel)
+            return out
+
+        return asyncio.run_coroutine_threadsafe(drain(), loop).result(5)
+
+    channel = asyncio.run_coroutine_threadsafe(layer.new_channel(), loop).result(5)
+    live = LiveLab(
+        spec(tmp_path, "quiet"), zookeeper=None, renderer=Renderer(), broadcast=broadcast, wall=wall
+    )
+    asyncio.run_coroutine_threadsafe(layer.group_add(live.group, channel), loop).result(5)
+    live.start()
+    try:
+        live.ready.result(30)
+        live.wait_for_frame(lambda f: plog_key("orders") in f.views)
+        live.subscribe()  # a page watches: it gets a fresh frame (its clock) once
+        assert wait_until(lambda: "<clock-time>" in "".join(received()), 10)
+        # The clock runs (the wall moves a frame's worth each time), nothing else happens.
+        sent = broadcast.sent
+        start = live.frame.seq
+        for _ in range(30):
+            wall.now += 0.1
+            ticks_later(live, 1)
+        assert now_ms(live) >= 3000
+        assert broadcast.sent == sent
+        assert received() == []
+        assert live.frame.seq == start  # no frame was even built
+        # Something changes: the next frame slot sends it, with the clock's time.
+        live.act("kill", {"broker": "2"}).result(10)
+        wall.now += 0.1
+        got: list[str] = []
+        assert wait_until(lambda: bool(got.extend(received()) or got), 10)
+        assert "<cluster-map>" in got[0]
+        assert "<clock-time>" in got[0]
+    finally:
+        live.stop()
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(5)
+        loop.close()

@@ -176,6 +176,7 @@ class ZooKeeperStore:
         self._reach_lock = threading.Lock()
         self._outage: str | None = None
         self._outage_listeners: list[OutageListener] = []
+        self._arrival_listeners: list[Callable[[], None]] = []
         self._admin(lambda zk: zk.ensure_path(chroot))
 
     def __repr__(self) -> str:
@@ -262,6 +263,11 @@ class ZooKeeperStore:
     def on_outage(self, listener: OutageListener) -> None:
         self._outage_listeners.append(listener)
 
+    def on_arrival(self, listener: Callable[[], None]) -> None:
+        """Call ``listener()`` (on kazoo's thread) whenever something waits for the next ``drain()``:
+        a driver that sleeps between ticks wakes for it instead of finding it a tick later."""
+        self._arrival_listeners.append(listener)
+
     def close(self) -> None:
         """Close every session cleanly, stop every thread, close every socket."""
         if self._closed:
@@ -327,6 +333,8 @@ class ZooKeeperStore:
         with self._cond:
             self._inbox.append(item)
             self._cond.notify_all()
+        for listener in list(self._arrival_listeners):
+            listener()
 
     def _reap(self, body: Callable[[], None], name: str) -> None:
         """Run something slow (stopping a client behind a dead link) off the engine's thread."""

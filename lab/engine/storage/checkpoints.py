@@ -42,6 +42,11 @@ class EpochEntry:
 def _write_atomically(path: Path, lines: Sequence[str]) -> None:
     tmp = path.with_name(path.name + ".tmp")
     text = "".join(f"{line}\n" for line in [str(VERSION), str(len(lines)), *lines])
+    try:
+        if path.read_text(encoding="utf-8") == text:
+            return  # already on disk: an idle broker's every-second checkpoint costs a read, not a rename
+    except (FileNotFoundError, UnicodeDecodeError):
+        pass
     with open(tmp, "w", encoding="utf-8") as f:
         f.write(text)
     os.replace(tmp, path)

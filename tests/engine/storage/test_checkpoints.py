@@ -35,6 +35,19 @@ def test_rewriting_replaces_the_whole_file(tmp_path: Path) -> None:
     assert checkpoint.read() == {}
 
 
+def test_an_unchanged_checkpoint_is_not_written_again(tmp_path: Path) -> None:
+    # An idle broker checkpoints every second: the same text is left as it is (no new file renamed
+    # over it), a changed one replaces it.
+    checkpoint = OffsetCheckpointFile(tmp_path / "replication-offset-checkpoint")
+    checkpoint.write({("a", 0): 1})
+    inode = checkpoint.path.stat().st_ino
+    checkpoint.write({("a", 0): 1})
+    assert checkpoint.path.stat().st_ino == inode
+    checkpoint.write({("a", 0): 2})
+    assert checkpoint.path.stat().st_ino != inode
+    assert checkpoint.read() == {("a", 0): 2}
+
+
 def test_a_missing_file_is_empty(tmp_path: Path) -> None:
     assert OffsetCheckpointFile(tmp_path / "nothing").read() == {}
     assert LeaderEpochCheckpointFile(tmp_path / "nothing").read() == []
