@@ -522,8 +522,14 @@ def test_a_watched_lab_with_nothing_happening_sends_no_frame_until_something_cha
     try:
         live.ready.result(30)
         live.wait_for_frame(lambda f: plog_key("orders") in f.views)
+        wall.now += 0.1  # the clock moves (the tree is read in flight, so nothing else moves it)
         live.subscribe()  # a page watches: it gets a fresh frame (its clock) once
         assert wait_until(lambda: "<clock-time>" in "".join(received()), 10)
+        # Let the lab settle: the ZooKeeper tree is read in flight, and a changed tree once more.
+        for _ in range(50):
+            wall.now += 0.1
+            ticks_later(live, 1)
+        received()
         # The clock runs (the wall moves a frame's worth each time), nothing else happens.
         sent = broadcast.sent
         start = live.frame.seq
