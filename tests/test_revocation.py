@@ -47,6 +47,8 @@ def _running(lab: Lab) -> None:
     live = live_of(lab)
     live.ready.result(30)
     live.wait_for_frame(lambda f: "plog:orders" in f.views)
+    # Something happens all the time, so frames keep coming (a lab where nothing changes sends none).
+    live.act("client-producer", {"topic": "orders", "rate": "20", "name": "feeder"}).result(30)
 
 
 class Page:
@@ -73,7 +75,7 @@ class Page:
             last = message.get("text", "")
 
     async def still_streaming(self) -> None:
-        """Frames keep coming (the lab's clock runs, so a frame comes every 100 ms or so)."""
+        """Frames keep coming (the feeder writes, so a frame comes every 100 ms or so)."""
         for _ in range(3):
             message = await self.socket.receive_output(timeout=10)
             assert message["type"] == "websocket.send", message
