@@ -119,3 +119,75 @@ def test_kcat_produces_keyed_records_and_consumes_them_back(kafka_lab: ServedClu
         for r in kafka_lab.cluster.browse("orders", p, limit=100)
     }
     assert browsed == set(read)
+
+
+def test_a_kcat_group_of_two_reads_every_acknowledged_record_through_a_leader_kill(
+    kafka_lab: ServedCluster, tmp_path: Any
+) -> None:
+    # Two balanced consumers (`kcat -G`, committing as librdkafka does), then 10,000 records with
+    # acks=all in two runs of kcat -P, the leader of orders-0 killed between them.
+    assert KCAT is not None, "kcat is not installed: `make system-kcat` installs Debian's"
+    outputs = [tmp_path / f"member-{i}.txt" for i in (0, 1)]
+    members = [
+        subprocess.Popen(
+            [
+                KCAT,
+                "-u",  # unbuffered: each record reaches the file as it is read
+                "-b",
+                kafka_lab.bootstrap_servers,
+                "-G",
+                "shipping",
+                "-o",
+                "beginning",
+                "-X",
+                "auto.commit.interval.ms=200",
+                "-f",
+                "%s\n",
+                "orders",
+            ],
+            stdout=out.open("w"),
+            stderr=subprocess.DEVNULL,
+        )
+        for out in outputs
+    ]
+    try:
+
+        def shared() -> bool:
+            group = kafka_lab.cluster.groups().get("shipping", {})
+            return group.get("state") == "Stable" and len(group.get("members", [])) == 2
+
+        assert wait_until(shared, 60), kafka_lab.cluster.groups().get("shipping")
+        values = [f"order-{i:05d}" for i in range(10_000)]
+        kcat(kafka_lab, "-P", "-t", "orders", "-X", "acks=all", stdin="\n".join(values[:3_000]) + "\n")
+        victim = kafka_lab.cluster.leader_of("orders", 0)
+        assert victim is not None
+        kafka_lab.cluster.kill_broker(victim)
+        # kcat exits 0 only when every message was delivered (acknowledged by the ISR).
+        kcat(kafka_lab, "-P", "-t", "orders", "-X", "acks=all", stdin="\n".join(values[3_000:]) + "\n")
+        assert victim not in {kafka_lab.cluster.leader_of("orders", p) for p in range(3)}
+
+        def read() -> set[str]:
+            return {line for out in outputs for line in out.read_text().splitlines()}
+
+        assert wait_until(lambda: set(values) <= read(), 90), len(set(values) - read())
+
+        def committed_ends() -> bool:
+            group = kafka_lab.cluster.groups().get("shipping", {})
+            state = {p: kafka_lab.cluster.partition_state("orders", p) for p in range(3)}
+            ends = {f"orders/{p}": s["logs"][str(s["leader"])]["high_watermark"] for p, s in state.items()}
+            # A partition no record went to has nothing to commit (librdkafka's partitioner is sticky).
+            return group.get("committed") == {tp: end for tp, end in ends.items() if end}
+
+        assert wait_until(committed_ends, 30), (
+            kafka_lab.cluster.groups().get("shipping", {}).get("committed"),
+            [kafka_lab.cluster.partition_state("orders", p)["leader"] for p in range(3)],
+            victim,
+            kafka_lab.cluster.groups().get("shipping", {}).get("coordinator"),
+            [e.text for e in kafka_lab.cluster.events()][-12:],
+        )
+    finally:
+        for member in members:
+            member.terminate()
+        for member in members:
+            member.wait(30)
+    assert all(out.read_text() for out in outputs), "both members read records"
