@@ -63,3 +63,20 @@ def test_the_check_sees_a_forbidden_import(tmp_path: Path) -> None:
     module = tmp_path / "m.py"
     module.write_text("import time\nfrom django.db import models\nfrom . import sibling\n")
     assert imports(module) == {"time", "django.db"}
+
+
+def test_the_engine_draws_only_from_seeded_generators() -> None:
+    # random.Random(seed) instances only: the module's own functions share one global state that
+    # anything in the process may touch, so a run could not be replayed from its seed.
+    used = {
+        str(path.relative_to(LAB)): sorted(
+            node.attr
+            for node in ast.walk(ast.parse(path.read_text(), str(path)))
+            if isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id == "random"
+            and node.attr != "Random"
+        )
+        for path in modules("engine")
+    }
+    assert {path: attrs for path, attrs in used.items() if attrs} == {}

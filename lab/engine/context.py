@@ -39,7 +39,8 @@ class EngineContext:
     # so a cluster rebuilt from its seed and data directory finds the id its meta.properties keep.
     cluster_id_proposal: str = ""
     # Topic ids (KIP-516): from the seed and the epoch, so each cluster's differ.
-    topic_ids: random.Random = field(default_factory=random.Random)
+    # Never the global random nor an entropy-seeded one: a context made without one stays reproducible.
+    topic_ids: random.Random = field(default_factory=lambda: random.Random("topic.id"))
 
     @property
     def now_ms(self) -> int:

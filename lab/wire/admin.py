@@ -7,13 +7,11 @@ it), and any other broker answers NOT_CONTROLLER, as Kafka's do, so the client l
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
 from lab.engine import protocol as p
 from lab.engine.config import BROKER_KEYS, TOPIC_KEYS
 from lab.engine.ids import TopicPartition
-from lab.wire import codec
 from lab.wire.codec import Request
 from lab.wire.connection import Connection, topic_uuid
 from lab.wire.registry import serves
@@ -21,6 +19,7 @@ from lab.wire.shape import (
     CLUSTER_OPERATIONS,
     GROUP_OPERATIONS,
     authorized_operations,
+    by_topic,
     field,
     make,
     millis,
@@ -28,17 +27,6 @@ from lab.wire.shape import (
 
 # Kafka's ConfigType ids (DescribeConfigs v3+).
 CONFIG_TYPES = {"bool": 1, "str": 2, "int": 3, "long": 5, "double": 6, "list": 7}
-
-
-def _schema(request: Request) -> type[Any]:
-    return codec.response_schema(request.header.api_key, request.header.api_version)
-
-
-def _by_topic(items: Iterable[tuple[TopicPartition, dict[str, Any]]]) -> dict[str, list[dict[str, Any]]]:
-    out: dict[str, list[dict[str, Any]]] = {}
-    for tp, item in items:
-        out.setdefault(tp.topic, []).append(item)
-    return out
 
 
 def _error_message(error: str | None, message: str) -> str | None:
@@ -95,7 +83,7 @@ async def create_topics(conn: Connection, request: Request) -> Any:
                 else None,
             }
         )
-    return make(_schema(request), {"throttle_time": 0, "topics": results})
+    return make(request.response_schema, {"throttle_time": 0, "topics": results})
 
 
 @serves(20, "DeleteTopics", 1, 5)
@@ -107,7 +95,7 @@ async def delete_topics(conn: Connection, request: Request) -> Any:
         timeout_ms=timeout_ms + 30_000,
     )
     return make(
-        _schema(request),
+        request.response_schema,
         {
             "throttle_time": 0,
             "responses": [
@@ -134,7 +122,7 @@ async def create_partitions(conn: Connection, request: Request) -> Any:
         timeout_ms=timeout_ms + 30_000,
     )
     return make(
-        _schema(request),
+        request.response_schema,
         {
             "throttle_time": 0,
             "results": [
@@ -187,7 +175,7 @@ async def describe_configs(conn: Connection, request: Request) -> Any:
                 "configs": configs,
             }
         )
-    return make(_schema(request), {"throttle_time": 0, "results": results})
+    return make(request.response_schema, {"throttle_time": 0, "results": results})
 
 
 async def _alter(conn: Connection, request: Request, *, incremental: bool) -> Any:
@@ -204,7 +192,7 @@ async def _alter(conn: Connection, request: Request, *, incremental: bool) -> An
         p.AlterConfigsRequest(resources=resources, incremental=incremental, validate_only=body.validate_only)
     )
     return make(
-        _schema(request),
+        request.response_schema,
         {
             "throttle_time": 0,
             "responses": [
@@ -260,12 +248,12 @@ async def elect_leaders(conn: Connection, request: Request) -> Any:
         for tp, r in answer.partitions.items()
     ]
     return make(
-        _schema(request),
+        request.response_schema,
         {
             "throttle_time": 0,
             "error_code": answer.error,
             "replica_election_results": [
-                {"topic": t, "partition_result": ps} for t, ps in _by_topic(results).items()
+                {"topic": t, "partition_result": ps} for t, ps in by_topic(results).items()
             ],
         },
     )
@@ -294,12 +282,12 @@ async def alter_partition_reassignments(conn: Connection, request: Request) -> A
         for tp, r in answer.partitions.items()
     ]
     return make(
-        _schema(request),
+        request.response_schema,
         {
             "throttle_time": 0,
             "error_code": answer.error,
             "error_message": _error_message(answer.error, answer.message),
-            "responses": [{"name": t, "partitions": ps} for t, ps in _by_topic(results).items()],
+            "responses": [{"name": t, "partitions": ps} for t, ps in by_topic(results).items()],
         },
     )
 
@@ -328,12 +316,12 @@ async def list_partition_reassignments(conn: Connection, request: Request) -> An
         for tp, r in answer.reassignments.items()
     ]
     return make(
-        _schema(request),
+        request.response_schema,
         {
             "throttle_time": 0,
             "error_code": answer.error,
             "error_message": _error_message(answer.error, answer.message),
-            "topics": [{"name": t, "partitions": ps} for t, ps in _by_topic(ongoing).items()],
+            "topics": [{"name": t, "partitions": ps} for t, ps in by_topic(ongoing).items()],
         },
     )
 
@@ -360,7 +348,7 @@ async def describe_log_dirs(conn: Connection, request: Request) -> Any:
         for tp, d in answer.partitions.items()
     ]
     return make(
-        _schema(request),
+        request.response_schema,
         {
             "throttle_time": 0,
             "error_code": None,
@@ -368,7 +356,7 @@ async def describe_log_dirs(conn: Connection, request: Request) -> Any:
                 {
                     "error_code": None,
                     "log_dir": answer.log_dir,
-                    "topics": [{"name": t, "partitions": ps} for t, ps in _by_topic(parts).items()],
+                    "topics": [{"name": t, "partitions": ps} for t, ps in by_topic(parts).items()],
                     "total_bytes": answer.total_bytes,
                     "usable_bytes": answer.usable_bytes,
                 }
@@ -382,7 +370,7 @@ async def describe_cluster(conn: Connection, request: Request) -> Any:
     answer: p.MetadataResponse = await conn.call(p.MetadataRequest(topics=()))
     advertised = conn.server.advertised
     return make(
-        _schema(request),
+        request.response_schema,
         {
             "throttle_time": 0,
             "error_code": None,
@@ -410,7 +398,7 @@ async def list_groups(conn: Connection, request: Request) -> Any:
     states = tuple(field(request.body, "states_filter", ()) or ())
     answer: p.ListGroupsResponse = await conn.call(p.ListGroupsRequest(states=states))
     return make(
-        _schema(request),
+        request.response_schema,
         {
             "throttle_time": 0,
             "error_code": answer.error,
@@ -428,7 +416,7 @@ async def describe_groups(conn: Connection, request: Request) -> Any:
         p.DescribeGroupsRequest(group_ids=tuple(request.body.groups))
     )
     return make(
-        _schema(request),
+        request.response_schema,
         {
             "throttle_time": 0,
             "groups": [
@@ -465,7 +453,7 @@ async def delete_groups(conn: Connection, request: Request) -> Any:
         p.DeleteGroupsRequest(group_ids=tuple(request.body.groups_names))
     )
     return make(
-        _schema(request),
+        request.response_schema,
         {
             "throttle_time": 0,
             "results": [{"group_id": g, "error_code": r.error} for g, r in answer.groups.items()],

@@ -47,6 +47,11 @@ class Request:
     header: Header
     body: Any  # a kio request entity
 
+    @property
+    def response_schema(self) -> type[Any]:
+        """The kio response entity that answers this request, at its version."""
+        return response_schema(self.header.api_key, self.header.api_version)
+
 
 def peek_header(frame: bytes) -> Header:
     """The API key, version and correlation id, which every header version starts with."""

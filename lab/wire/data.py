@@ -6,14 +6,13 @@ request (so the broker's gate, faults and purgatories apply), and answers in Kaf
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from lab.engine import protocol as p
 from lab.engine.errors import CorruptRecord, KafkaError
 from lab.engine.ids import TopicPartition
 from lab.engine.records import iter_headers
-from lab.wire import codec
 from lab.wire.codec import Request
 from lab.wire.connection import Connection
 from lab.wire.registry import serves
@@ -21,23 +20,13 @@ from lab.wire.shape import (
     CLUSTER_OPERATIONS,
     TOPIC_OPERATIONS,
     authorized_operations,
+    by_topic,
     field,
     make,
     millis,
 )
 
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
-
-
-def _schema(request: Request) -> type[Any]:
-    return codec.response_schema(request.header.api_key, request.header.api_version)
-
-
-def _by_topic(items: Iterable[tuple[TopicPartition, dict[str, Any]]]) -> dict[str, list[dict[str, Any]]]:
-    out: dict[str, list[dict[str, Any]]] = {}
-    for tp, item in items:
-        out.setdefault(tp.topic, []).append(item)
-    return out
 
 
 # ---------------------------------------------------------------------------- Metadata
@@ -90,7 +79,7 @@ async def metadata(conn: Connection, request: Request) -> Any:
             }
         )
     return make(
-        _schema(request),
+        request.response_schema,
         {
             "throttle_time": 0,
             "brokers": brokers,
@@ -166,10 +155,10 @@ async def produce(conn: Connection, request: Request) -> Any:
             )
         )
     return make(
-        _schema(request),
+        request.response_schema,
         {
             "responses": [
-                {"name": name, "partition_responses": parts} for name, parts in _by_topic(results).items()
+                {"name": name, "partition_responses": parts} for name, parts in by_topic(results).items()
             ],
             "throttle_time": 0,
         },
@@ -224,12 +213,12 @@ async def fetch(conn: Connection, request: Request) -> Any:
         conn, _by_topic_sum({tp: d.record_count for tp, d in answer.partitions.items()})
     )
     return make(
-        _schema(request),
+        request.response_schema,
         {
             "throttle_time": 0,
             "error_code": None,
             "session_id": 0,  # no fetch session (KIP-227 lets a broker decline one): full fetches
-            "responses": [{"topic": name, "partitions": parts} for name, parts in _by_topic(results).items()],
+            "responses": [{"topic": name, "partitions": parts} for name, parts in by_topic(results).items()],
         },
     )
 
@@ -266,10 +255,10 @@ async def list_offsets(conn: Connection, request: Request) -> Any:
         for tp, r in answer.partitions.items()
     ]
     return make(
-        _schema(request),
+        request.response_schema,
         {
             "throttle_time": 0,
-            "topics": [{"name": n, "partitions": ps} for n, ps in _by_topic(results).items()],
+            "topics": [{"name": n, "partitions": ps} for n, ps in by_topic(results).items()],
         },
     )
 
@@ -303,10 +292,10 @@ async def offset_for_leader_epoch(conn: Connection, request: Request) -> Any:
         for tp, r in answer.partitions.items()
     ]
     return make(
-        _schema(request),
+        request.response_schema,
         {
             "throttle_time": 0,
-            "topics": [{"topic": n, "partitions": ps} for n, ps in _by_topic(results).items()],
+            "topics": [{"topic": n, "partitions": ps} for n, ps in by_topic(results).items()],
         },
     )
 

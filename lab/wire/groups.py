@@ -11,7 +11,6 @@ from typing import Any
 
 from lab.engine import protocol as p
 from lab.engine.ids import TopicPartition
-from lab.wire import codec
 from lab.wire.codec import Request
 from lab.wire.connection import Connection
 from lab.wire.registry import serves
@@ -19,10 +18,6 @@ from lab.wire.shape import field, make, millis
 
 GROUP, TRANSACTION = 0, 1
 WAIT_MARGIN_MS = 30_000  # beyond a request's own timeout, before the lab gives up on its broker
-
-
-def _schema(request: Request) -> type[Any]:
-    return codec.response_schema(request.header.api_key, request.header.api_version)
 
 
 @serves(10, "FindCoordinator", 0, 4)
@@ -61,8 +56,8 @@ async def find_coordinator(conn: Connection, request: Request) -> Any:
             }
         )
     if request.header.api_version >= 4:
-        return make(_schema(request), {"throttle_time": 0, "coordinators": found})
-    return make(_schema(request), {"throttle_time": 0, **found[0]})
+        return make(request.response_schema, {"throttle_time": 0, "coordinators": found})
+    return make(request.response_schema, {"throttle_time": 0, **found[0]})
 
 
 @serves(11, "JoinGroup", 0, 9)
@@ -86,7 +81,7 @@ async def join_group(conn: Connection, request: Request) -> Any:
         timeout_ms=rebalance_ms + WAIT_MARGIN_MS,
     )
     return make(
-        _schema(request),
+        request.response_schema,
         {
             "throttle_time": 0,
             "error_code": answer.error,
@@ -119,7 +114,7 @@ async def sync_group(conn: Connection, request: Request) -> Any:
         timeout_ms=300_000 + WAIT_MARGIN_MS,  # a follower waits for the leader's assignment
     )
     return make(
-        _schema(request),
+        request.response_schema,
         {
             "throttle_time": 0,
             "error_code": answer.error,
@@ -141,7 +136,7 @@ async def heartbeat(conn: Connection, request: Request) -> Any:
             group_instance_id=field(body, "group_instance_id"),
         )
     )
-    return make(_schema(request), {"throttle_time": 0, "error_code": answer.error})
+    return make(request.response_schema, {"throttle_time": 0, "error_code": answer.error})
 
 
 @serves(13, "LeaveGroup", 0, 5)
@@ -165,7 +160,7 @@ async def leave_group(conn: Connection, request: Request) -> Any:
         )
         results.append({"member_id": member_id, "group_instance_id": instance_id, "error_code": answer.error})
     top_error = results[0]["error_code"] if members is None else None
-    return make(_schema(request), {"throttle_time": 0, "error_code": top_error, "members": results})
+    return make(request.response_schema, {"throttle_time": 0, "error_code": top_error, "members": results})
 
 
 @serves(8, "OffsetCommit", 2, 8)
@@ -190,7 +185,7 @@ async def offset_commit(conn: Connection, request: Request) -> Any:
         error = answer.partitions.get(tp, answer.error)
         by_topic.setdefault(tp.topic, []).append({"partition_index": tp.partition, "error_code": error})
     return make(
-        _schema(request),
+        request.response_schema,
         {"throttle_time": 0, "topics": [{"name": n, "partitions": ps} for n, ps in by_topic.items()]},
     )
 
@@ -219,7 +214,7 @@ async def offset_fetch(conn: Connection, request: Request) -> Any:
             }
         )
     return make(
-        _schema(request),
+        request.response_schema,
         {
             "throttle_time": 0,
             "topics": [{"name": n, "partitions": ps} for n, ps in by_topic.items()],

@@ -8,13 +8,15 @@ version has and drops the rest, so one handler serves every version it advertise
 from __future__ import annotations
 
 import datetime
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import MISSING, fields
 from functools import cache
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 from kio.serial._introspect import EntityField, EntityTupleField, classify_field
+
+from lab.engine.ids import TopicPartition
 
 
 @cache
@@ -117,3 +119,11 @@ def authorized_operations(asked: bool, operations: tuple[int, ...]) -> int:
     for operation in operations:
         bits |= 1 << operation
     return bits
+
+
+def by_topic(items: Iterable[tuple[TopicPartition, dict[str, Any]]]) -> dict[str, list[dict[str, Any]]]:
+    """Per-partition answers grouped under their topic, as Kafka's responses nest them."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for tp, item in items:
+        out.setdefault(tp.topic, []).append(item)
+    return out
