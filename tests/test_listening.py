@@ -134,6 +134,8 @@ def test_a_busy_port_leaves_the_lab_running_and_the_page_says_why(client: Client
     lab = make_lab(ada)
     port = ports_of(lab)[2]
     with socket.socket() as squatter:  # another program took broker 2's port since the lab was made
+        # As servers do: a connection an earlier test closed on this port may linger in TIME_WAIT.
+        squatter.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         squatter.bind(("127.0.0.1", port))
         squatter.listen()
         live = _started(lab)
