@@ -159,6 +159,46 @@ def named(kind: type[E], text: str) -> E:
     raise InvalidRequest(f"{text!r} is not a {kind.__name__}; one of: {choices}")
 
 
+class Match(Enum):
+    """A filter's pattern type beyond a binding's own: ANY (every pattern) and MATCH (those applying
+    to one name), as AclBindingFilter has them."""
+
+    ANY = "Any"
+    MATCH = "Match"
+
+
+@dataclass(frozen=True, slots=True)
+class AclFilter:
+    """Kafka's AclBindingFilter: None in a field is ANY."""
+
+    resource_type: ResourceType | None = None
+    name: str | None = None
+    pattern: PatternType | Match = Match.ANY
+    principal: str | None = None
+    host: str | None = None
+    operation: Operation | None = None
+    permission: Permission | None = None
+
+    def matches(self, binding: AclBinding) -> bool:
+        r, e = binding.resource, binding.entry
+        if self.resource_type is not None and r.type is not self.resource_type:
+            return False
+        if self.pattern is Match.MATCH:
+            if self.name is not None and not r.matches(self.name):
+                return False
+        else:
+            if isinstance(self.pattern, PatternType) and r.pattern is not self.pattern:
+                return False
+            if self.name is not None and r.name != self.name:
+                return False
+        return (
+            (self.principal is None or e.principal == self.principal)
+            and (self.host is None or e.host == self.host)
+            and (self.operation is None or e.operation is self.operation)
+            and (self.permission is None or e.permission is self.permission)
+        )
+
+
 def check_binding(binding: AclBinding) -> AclBinding:
     """Kafka's checks before an ACL is stored (INVALID_REQUEST, nothing written)."""
     resource, entry = binding.resource, binding.entry

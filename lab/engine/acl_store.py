@@ -10,17 +10,14 @@ that applies to one name (the literal name, the literal wildcard and every prefi
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from enum import Enum
 from typing import Protocol
 
 from lab.engine import acl
 from lab.engine.acl import (
     AclBinding,
     AclEntry,
-    Operation,
+    AclFilter,
     PatternType,
-    Permission,
     ResourcePattern,
     ResourceType,
 )
@@ -38,46 +35,6 @@ class AclSession(Protocol):
     def get_children(self, path: str) -> Pending[list[str]]: ...
     def set(self, path: str, data: bytes, version: int = -1) -> Pending[Stat]: ...
     def delete(self, path: str, version: int = -1) -> Pending[None]: ...
-
-
-class Match(Enum):
-    """A filter's pattern type beyond a binding's own: ANY (every pattern) and MATCH (those applying
-    to one name), as AclBindingFilter has them."""
-
-    ANY = "Any"
-    MATCH = "Match"
-
-
-@dataclass(frozen=True, slots=True)
-class AclFilter:
-    """Kafka's AclBindingFilter: None in a field is ANY."""
-
-    resource_type: ResourceType | None = None
-    name: str | None = None
-    pattern: PatternType | Match = Match.ANY
-    principal: str | None = None
-    host: str | None = None
-    operation: Operation | None = None
-    permission: Permission | None = None
-
-    def matches(self, binding: AclBinding) -> bool:
-        r, e = binding.resource, binding.entry
-        if self.resource_type is not None and r.type is not self.resource_type:
-            return False
-        if self.pattern is Match.MATCH:
-            if self.name is not None and not r.matches(self.name):
-                return False
-        else:
-            if isinstance(self.pattern, PatternType) and r.pattern is not self.pattern:
-                return False
-            if self.name is not None and r.name != self.name:
-                return False
-        return (
-            (self.principal is None or e.principal == self.principal)
-            and (self.host is None or e.host == self.host)
-            and (self.operation is None or e.operation is self.operation)
-            and (self.permission is None or e.permission is self.permission)
-        )
 
 
 class AclStore:

@@ -327,6 +327,29 @@ _key(
     minimum=1,
 )
 _key(
+    "authorizer.class.name",
+    "broker",
+    "str",
+    "",
+    "The authorizer every request passes; empty: none (everything is allowed and ACL requests answer "
+    "SECURITY_DISABLED). Kafka's ZooKeeper-mode one keeps its ACLs under /kafka-acl.",
+    choices=("", "kafka.security.authorizer.AclAuthorizer"),
+)
+_key(
+    "super.users",
+    "broker",
+    "str",
+    "",
+    "Principals the authorizer lets do anything, separated by semicolons (User:admin;User:ops).",
+)
+_key(
+    "allow.everyone.if.no.acl.found",
+    "broker",
+    "bool",
+    "false",
+    "With an authorizer: a resource no ACL names is open to everyone (true) or to no one but super users.",
+)
+_key(
     "auto.create.topics.enable",
     "broker",
     "bool",

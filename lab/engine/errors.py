@@ -123,6 +123,12 @@ class InvalidRequest(KafkaError):
     name = "INVALID_REQUEST"
 
 
+class SecurityDisabled(KafkaError):
+    """An ACL request to a broker with no authorizer (``authorizer.class.name`` empty, Kafka's default)."""
+
+    name = "SECURITY_DISABLED"
+
+
 class BrokerNotAvailable(KafkaError):
     name = "BROKER_NOT_AVAILABLE"
 

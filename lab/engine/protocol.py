@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from lab.engine.acl import AclBinding, AclFilter
 from lab.engine.ids import BrokerId, TopicPartition
 
 # Produce.
@@ -545,6 +546,48 @@ class DescribeLogDirsResponse:
     partitions: Mapping[TopicPartition, LogDirPartition]
     total_bytes: int = -1
     usable_bytes: int = -1
+
+
+# ACLs (any broker; SECURITY_DISABLED without an authorizer).
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CreateAclsRequest:
+    bindings: tuple[AclBinding, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CreateAclsResponse:
+    results: tuple[ErrorResult, ...]  # one per binding, in order
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DescribeAclsRequest:
+    filter: AclFilter
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DescribeAclsResponse:
+    error: str | None = None
+    message: str = ""
+    bindings: tuple[AclBinding, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DeleteAclsRequest:
+    filters: tuple[AclFilter, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DeleteAclsResult:
+    error: str | None = None
+    message: str = ""
+    bindings: tuple[AclBinding, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DeleteAclsResponse:
+    results: tuple[DeleteAclsResult, ...]  # one per filter, in order
 
 
 # Group admin (to a group's coordinator; ListGroups to every broker).

@@ -9,13 +9,15 @@ import pytest
 from lab.engine.acl import (
     AclBinding,
     AclEntry,
+    AclFilter,
+    Match,
     Operation,
     PatternType,
     Permission,
     ResourcePattern,
     ResourceType,
 )
-from lab.engine.acl_store import AclFilter, AclStore, Match
+from lab.engine.acl_store import AclStore
 from lab.engine.errors import InvalidRequest
 from lab.engine.tasks import Task
 from tests.engine.metadata.conftest import Harness
