@@ -123,6 +123,10 @@ class InvalidRequest(KafkaError):
     name = "INVALID_REQUEST"
 
 
+class SaslAuthenticationFailed(KafkaError):
+    name = "SASL_AUTHENTICATION_FAILED"
+
+
 class SecurityDisabled(KafkaError):
     """An ACL request to a broker with no authorizer (``authorizer.class.name`` empty, Kafka's default)."""
 
