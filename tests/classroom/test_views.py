@@ -11,7 +11,7 @@ from django.test import Client
 from pytest_django.fixtures import Settings
 
 from lab.accounts.models import Role, set_role
-from lab.classroom import attach
+from lab.classroom import attach, content
 from lab.classroom.models import Demo, DemoCopy, DemoViewer, ExerciseProgress, ScenarioLab
 from lab.hosts import parse_listen
 from lab.labs import live_of
@@ -148,7 +148,7 @@ def test_the_list_shows_every_exercise_with_what_it_covers_and_its_progress() ->
 
 
 def test_instructions_are_markdown_and_never_raw_html(settings: Settings, tmp_path: Any) -> None:
-    source = (attach.content.exercises_dir() / f"{EXERCISE}.yaml").read_text()
+    source = (content.exercises_dir() / f"{EXERCISE}.yaml").read_text()
     (tmp_path / "x.yaml").write_text(
         source.replace(
             "instructions: |\n",
