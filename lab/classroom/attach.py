@@ -129,12 +129,14 @@ def hook_exercise(
     if found is not None and found.exercise.slug == exercise.slug and not fresh:
         return found
 
+    slug = lab.slug
+
     def on_pass(index: int, when: str, complete: bool) -> None:
-        save_later(lambda: _save_pass(progress_id, index, when, complete))
+        save_later(lambda: _save_pass(progress_id, slug, index, when, complete))
 
     def on_start(snapshot: dict[str, Any], running: LiveLab) -> None:
         spec = running.spec
-        save_later(lambda: _save_start(progress_id, lab_id, snapshot, spec))
+        save_later(lambda: _save_start(progress_id, lab_id, slug, snapshot, spec))
 
     session = ExerciseSession(
         exercise,
@@ -151,8 +153,11 @@ def hook_exercise(
     return session
 
 
-def _save_pass(progress_id: int, index: int, when: str, complete: bool) -> None:
-    progress = ExerciseProgress.objects.filter(pk=progress_id).first()
+# The rows are named by the command's arguments: only those of this very lab are written.
+
+
+def _save_pass(progress_id: int, slug: str, index: int, when: str, complete: bool) -> None:
+    progress = ExerciseProgress.objects.filter(pk=progress_id, lab__slug=slug).first()
     if progress is None:
         return
     checks = dict(progress.checks or {})
@@ -165,9 +170,9 @@ def _save_pass(progress_id: int, index: int, when: str, complete: bool) -> None:
     progress.save(update_fields=fields)
 
 
-def _save_start(progress_id: int, lab_id: int, snapshot: dict[str, Any], spec: Any) -> None:
-    ExerciseProgress.objects.filter(pk=progress_id).update(start=snapshot)
-    lab = Lab.objects.filter(pk=lab_id).first()
+def _save_start(progress_id: int, lab_id: int, slug: str, snapshot: dict[str, Any], spec: Any) -> None:
+    ExerciseProgress.objects.filter(pk=progress_id, lab__slug=slug).update(start=snapshot)
+    lab = Lab.objects.filter(pk=lab_id, slug=slug).first()
     if lab is not None:
         save_spec(lab, spec)
 

@@ -16,6 +16,7 @@ import lab.classroom
 from lab.classroom import attach, commands
 from lab.classroom.copying import MAX_RECORDS, read_state, state_from_json
 from lab.classroom.grading import now_iso
+from lab.classroom.models import ExerciseProgress
 from lab.engine.errors import IllegalArgument, IllegalState
 from lab.runtime.actions import plan
 from lab.runtime.live import LiveLab
@@ -258,3 +259,20 @@ def test_classroom_commands_are_not_dashboard_controls() -> None:
     for name in commands.COMMANDS:
         response = client.post(f"/labs/{made.slug}/act/{name}/")
         assert response.status_code == 404, name
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_exercise_saves_only_to_the_progress_of_its_own_lab(tmp_path: Path, labs: list[LiveLab]) -> None:
+    other = make_lab(make_user("ada"))
+    progress = ExerciseProgress.objects.create(user=other.owner, exercise=EXERCISE, lab=other)
+    before = dict(other.settings)
+    live = live_lab(tmp_path, "forged", rate=10.0)
+    labs.append(live)
+    # A command naming another person's progress and lab: the session runs, but writes nothing there.
+    live.act("classroom.exercise", _exercise_args(progress=progress.pk, lab=other.pk)).result(10)
+    live.wait_for_frame(lambda f: getattr(f.views.get(attach.EXERCISE_VIEW), "phase", "") == "grading", 30)
+    attach.save_later(lambda: None).result(10)
+    progress.refresh_from_db()
+    other.refresh_from_db()
+    assert progress.start == {}
+    assert other.settings == before  # not the forged lab's topic "clicks"
