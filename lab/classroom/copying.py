@@ -89,7 +89,7 @@ def read_state(lab: LiveLab) -> DemoState:
                 name=name,
                 partitions=max(1, len(parts)),
                 replication_factor=max(1, len(parts[0]["replicas"])) if parts else 1,
-                config=cluster.topic_config(name),
+                config={str(k): str(v) for k, v in (topic.get("config") or {}).items()},
             )
         )
         for part in parts:
@@ -145,43 +145,60 @@ def read_state(lab: LiveLab) -> DemoState:
 def fill(lab: LiveLab, state: DemoState) -> Waiting:
     """Write the demo's records and offsets into a new lab, then start its clients (driver thread).
 
-    The lab was made with the demo's topics in its spec, so they exist; records go in with one
-    acks=all producer, partition by partition in offset order; once every one is acknowledged the
-    groups' offsets are committed, then the clients start. Each stage is a request in flight the
-    driver waits for between its ticks, so filling a copy holds up nothing else on its lab.
+    The lab was made with the demo's topics in its spec, so they exist (a topic it lacks is created
+    first, and its records wait for its leaders); records go in with one acks=all producer,
+    partition by partition in offset order; once every one is acknowledged the groups' offsets are
+    committed, then the clients start. Each stage is a request in flight the driver waits for
+    between its ticks, so filling a copy holds up nothing else on its lab.
     """
     cluster = lab.cluster
-    missing = [t.name for t in state.topics if t.name not in cluster.topics()]
-    for spec in state.topics:
-        if spec.name in missing:
-            cluster.create_topic(
-                spec.name,
-                partitions=spec.partitions,
-                replication_factor=min(spec.replication_factor, len(cluster.brokers)),
-                config=dict(spec.config),
-                wait=False,
-            )
-    producer = cluster.producer("all", client_id="demo-copy", max_in_flight_requests_per_connection=1)
-    sent = []
-    for (topic, partition), recs in sorted(state.records.items()):
-        for rec in recs:
-            sent.append(
-                producer.send(topic, rec.value, key=rec.key, partition=partition, timestamp=rec.timestamp)
-            )
+    known = set(cluster.snapshot().get("topics", {}))  # what the controller knows: no ZooKeeper read
+    missing = [t for t in state.topics if t.name not in known]
+    creating = [
+        cluster.begin_create_topic(
+            spec.name,
+            partitions=spec.partitions,
+            replication_factor=min(spec.replication_factor, len(cluster.brokers)),
+            config=dict(spec.config),
+        )
+        for spec in missing
+    ]
+    total = state.record_count
+    sent: list[Any] = []
+    producers: list[Any] = []
     commits: list[Waiting] = []
-    written: list[bool] = []  # [True] once every record is acknowledged and the commits are sent
-    said = f"{len(sent)} record(s) copied into {len(state.topics)} topic(s)."
+    stage = ["creating" if missing else "sending"]  # creating -> sending -> committing
+
+    def send() -> None:
+        producer = cluster.producer("all", client_id="demo-copy", max_in_flight_requests_per_connection=1)
+        producers.append(producer)
+        for (topic, partition), recs in sorted(state.records.items()):
+            for rec in recs:
+                sent.append(
+                    producer.send(topic, rec.value, key=rec.key, partition=partition, timestamp=rec.timestamp)
+                )
+        stage[0] = "sent"
 
     def ready() -> bool:
-        if not written:
+        if stage[0] == "creating":
+            if not all(p.done() for p in creating):
+                return False
+            for pending in creating:
+                pending.result()  # Kafka's error, if a topic could not be created
+            if not all(cluster.partitions_usable(t.name, range(t.partitions)) for t in missing):
+                return False
+            stage[0] = "sending"
+        if stage[0] == "sending":
+            send()
+        if stage[0] == "sent":
             if not all(f.done() for f in sent):
                 return False
-            cluster.remove_client(producer.client_id)
+            cluster.remove_client(producers[0].client_id)
             failed = [f for f in sent if f.failed_with() is not None]
             if failed:
                 raise IllegalState(f"{len(failed)} of {len(sent)} record(s) could not be written to the copy")
             commits.extend(commit_offsets(lab, group, offsets) for group, offsets in state.committed.items())
-            written.append(True)
+            stage[0] = "committing"
         return all(c.ready() for c in commits)
 
     def result() -> str:
@@ -189,9 +206,12 @@ def fill(lab: LiveLab, state: DemoState) -> Waiting:
             commit.result()
         for client in state.clients:
             lab.add_client(client)
-        return said
+        return f"{total} record(s) copied into {len(state.topics)} topic(s)."
 
     def timed_out() -> str:
+        if stage[0] == "creating":
+            names = ", ".join(t.name for t in missing)
+            raise KafkaTimeout(f"the copy's topics ({names}) have no leaders after {FILL_WAIT_S:g} s")
         unanswered = sum(not f.done() for f in sent)
         raise KafkaTimeout(
             f"the copy is not filled after {FILL_WAIT_S:g} s: {unanswered} of {len(sent)} record(s) unacknowledged"
@@ -199,6 +219,8 @@ def fill(lab: LiveLab, state: DemoState) -> Waiting:
             else f"the copy's group offsets were not committed within {FILL_WAIT_S:g} s"
         )
 
+    if not missing:
+        send()  # at once, as the records were read: the topics are there
     return Waiting(ready=ready, result=result, on_timeout=timed_out, deadline=time.monotonic() + FILL_WAIT_S)
 
 

@@ -129,3 +129,19 @@ def test_filling_a_copy_holds_up_no_other_call_on_it(tmp_path: Path, labs: list[
     assert not filling.done()
     assert until_done(copy, wall, filling) == f"{state.record_count} record(s) copied into 2 topic(s)."
     assert on_driver(copy, lambda lab: lab.cluster.groups()["billing"]["committed"])
+
+
+def test_a_copy_without_the_demos_topics_gets_them_first(tmp_path: Path, labs: list[LiveLab]) -> None:
+    demo = _demo(tmp_path, labs)
+    demo.act("clock-pause", {}).result(10)
+    state: DemoState = on_driver(demo, read_state)
+    copy = live_lab(tmp_path, "bare", rate=10.0)  # made without the demo's topics
+    labs.append(copy)
+    assert on_driver(copy, lambda lab: lab.cluster.topics()) == []
+    said = on_driver(copy, lambda lab: fill(lab, state), 60)
+    assert said == f"{state.record_count} record(s) copied into 2 topic(s)."
+    copy.act("clock-pause", {}).result(10)
+    original, copied = on_driver(demo, _everything), on_driver(copy, _everything)
+    for name, records in original.items():
+        assert copied[name][: len(records)] == records, name
+    assert on_driver(copy, lambda lab: lab.cluster.topic_config("orders")) == {"retention.ms": "86400000"}
