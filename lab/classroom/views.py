@@ -198,7 +198,8 @@ async def exercise_restart(request: HttpRequest, exercise: str) -> HttpResponse:
         return redirect("classroom:exercise", exercise=found.slug)
     # The session is hooked first (commands run in order), so the start-over finds it on the lab.
     live = await asyncio.to_thread(attach.ensure_exercise, progress)
-    assert live is not None
+    if live is None:
+        return redirect("classroom:exercise", exercise=found.slug)
     progress.checks, progress.start, progress.completed = {}, {}, None
     await progress.asave(update_fields=["checks", "start", "completed"])
     try:
