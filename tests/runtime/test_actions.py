@@ -69,7 +69,8 @@ def test_every_control_the_pages_offer_is_known() -> None:
         "clock-speed",
         "clock-reset",
     }
-    assert set(PARSERS) == offered
+    # Apps' own commands (``classroom.fill``) are registered with a dot: not the pages' controls.
+    assert {name for name in PARSERS if "." not in name} == offered
     assert callable(plan("kill", {"broker": "3"}))
 
 
