@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
@@ -293,13 +293,20 @@ def ensure_demo(demo: Demo) -> LiveLab:
     return live
 
 
-def reattach_all() -> None:
-    """After a server start: hook the classroom back into every lab that had it (make run's boot)."""
-    for progress in ExerciseProgress.objects.filter(lab__isnull=False, completed__isnull=True).select_related(
-        "lab"
-    ):
+def reattach_all(slugs: Collection[str] | None = None) -> None:
+    """Hook the classroom back into every lab that had it (make run's boot), or into the labs
+    ``slugs`` only: a process that starts a lab again (another worker taking it over) calls this, since
+    the pages already watching it send nothing until they are opened again."""
+    progresses = ExerciseProgress.objects.filter(lab__isnull=False, completed__isnull=True)
+    scenario_labs = ScenarioLab.objects.all()
+    demos = Demo.objects.filter(active=True)
+    if slugs is not None:
+        progresses = progresses.filter(lab__slug__in=slugs)
+        scenario_labs = scenario_labs.filter(lab__slug__in=slugs)
+        demos = demos.filter(lab__slug__in=slugs)
+    for progress in progresses.select_related("lab"):
         ensure_exercise(progress)
-    for scenario_lab in ScenarioLab.objects.select_related("lab"):
+    for scenario_lab in scenario_labs.select_related("lab"):
         ensure_player(scenario_lab)
-    for demo in Demo.objects.filter(active=True).select_related("lab"):
+    for demo in demos.select_related("lab"):
         ensure_demo(demo)
