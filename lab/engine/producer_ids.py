@@ -111,6 +111,11 @@ class ProducerIdManager:
                 else:
                     await zk.set(path, encoded, version=version)
             except (BadVersion, NodeExists):
-                continue  # another broker took the block we read: read again
+                self.broker.journal(
+                    "producer_id_block_retry",
+                    f"broker {self.broker.id}: another broker took a block of producer ids first "
+                    f"({path} is no longer at version {version}); reading it again",
+                )
+                continue
             return block
         raise CoordinatorNotAvailable(f"{MAX_BLOCK_ATTEMPTS} brokers were quicker to {path}")
