@@ -463,6 +463,8 @@ class Producer(_Client):
         self._next_sequence: dict[TopicPartition, int] = {}
         self._last_acked_sequence: dict[TopicPartition, int] = {}
         self._unresolved: dict[TopicPartition, list[int]] = {}
+        # Per partition, the batches in flight by base sequence: the leader and the request carrying them.
+        self._sent: dict[TopicPartition, dict[int, tuple[BrokerId, int]]] = {}
         # A batch with a sequence failed for good: what follows it would be out of sequence, so once
         # nothing is unresolved the producer bumps its epoch and numbers from 0 again (KIP-360).
         self._epoch_bump_needed = False
@@ -831,19 +833,27 @@ class Producer(_Client):
             self._kick(0)
             return
         self._in_flight[leader] = self._in_flight.get(leader, 0) + 1
-        self.endpoint.request(
+        cid = self.endpoint.request(
             leader,
             request,
             lambda r: self._on_response(leader, batches, r),
             timeout_ms=self.request_timeout_ms,
         )
+        if self.idempotent:
+            for tp, batch in batches.items():
+                self._sent.setdefault(tp, {})[batch.base_sequence] = (leader, cid)
 
     def _on_response(
         self, leader: BrokerId, batches: dict[TopicPartition, _ProducerBatch], response: Any
     ) -> None:
         self._in_flight[leader] = max(0, self._in_flight.get(leader, 0) - 1)
         now = self.scheduler.now_ms
+        unanswered: set[int] = set()
         for tp, batch in batches.items():
+            if self.idempotent:
+                sent = self._sent.get(tp)
+                if sent is not None:
+                    sent.pop(batch.base_sequence, None)
             if isinstance(response, KafkaError):
                 error: KafkaError | None = response
                 base = -1
@@ -858,6 +868,8 @@ class Producer(_Client):
                     error, base = None, result.base_offset
             in_time = batch.attempts <= self.retries and now - batch.created_ms < self.delivery_timeout_ms
             if error is None:
+                if self.idempotent:
+                    unanswered |= self._answers_lost_before(tp, batch)
                 self._complete(batch, base)
             elif self.idempotent and error.name == "OUT_OF_ORDER_SEQUENCE_NUMBER" and in_time:
                 self._out_of_sequence(batch, error)
@@ -865,7 +877,27 @@ class Producer(_Client):
                 self._retry(batch, error)
             else:
                 self._fail(batch, error)
+        for cid in sorted(unanswered):
+            self.endpoint.abort(
+                cid,
+                errors.NetworkException(
+                    "the answer to a later batch came first, so this one's was lost on the way (Kafka's "
+                    "connection would have closed): retried, and the leader knows it if it wrote it"
+                ),
+            )
         self._kick(0)
+
+    def _answers_lost_before(self, tp: TopicPartition, batch: _ProducerBatch) -> set[int]:
+        """The requests still waiting for an answer that carry a batch of ``tp`` before ``batch``.
+
+        A leader answers one partition's batches in order (Kafka's connection even answers its
+        requests in order), so those answers were lost. Kafka's client would see its connection
+        drop and retry them at once, while the leader still keeps them among its last five batches.
+        """
+        sent = self._sent.get(tp)
+        if not sent:
+            return set()
+        return {cid for seq, (_leader, cid) in sent.items() if seq < batch.base_sequence}
 
     def _complete(self, batch: _ProducerBatch, base_offset: int) -> None:
         if batch.base_sequence >= 0:
@@ -1007,7 +1039,20 @@ class Producer(_Client):
         still unanswered, it is retried after that one; if the sequence is lost (a batch before it
         failed for good), it goes back as a new batch, to be numbered again in the next epoch."""
         tp = batch.tp
-        expected = increment_sequence(self._last_acked_sequence.get(tp, -1), 1)
+        last_acked = self._last_acked_sequence.get(tp, -1)
+        if 0 <= batch.base_sequence <= last_acked:
+            # A later batch was acknowledged, so the leader wrote this one (it writes in sequence only),
+            # but no longer keeps it among its last five: where it went cannot be known.
+            self._resolved(tp, batch)
+            batch.result.fail(
+                errors.OutOfOrderSequenceNumber(
+                    f"{error.message} (the batch was written: {tp} acknowledged sequence {last_acked} after it, "
+                    "but its offset is no longer known)"
+                )
+            )
+            self.failed += batch.record_count
+            return
+        expected = increment_sequence(last_acked, 1)
         if batch.base_sequence != expected and not self._epoch_bump_needed:
             self._retry(batch, error)
             return
