@@ -82,7 +82,8 @@ def bench_idempotent_produce(records: int) -> dict[str, Any]:
         ours = _Run(Path(tmp) / "idempotent", idempotent=True)
         plain = _Run(Path(tmp) / "plain", idempotent=False)
         try:
-            assert ours.producer.idempotent and not plain.producer.idempotent
+            assert ours.producer.idempotent
+            assert not plain.producer.idempotent
             for i, values_of_turn in enumerate(turns):
                 last = i == TURNS - 1
                 ours.turn(values_of_turn, last=last)
