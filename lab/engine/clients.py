@@ -1044,13 +1044,20 @@ class Producer(_Client):
             # A later batch was acknowledged, so the leader wrote this one (it writes in sequence only),
             # but no longer keeps it among its last five: where it went cannot be known.
             self._resolved(tp, batch)
-            batch.result.fail(
-                errors.OutOfOrderSequenceNumber(
-                    f"{error.message} (the batch was written: {tp} acknowledged sequence {last_acked} after it, "
-                    "but its offset is no longer known)"
-                )
+            written = errors.OutOfOrderSequenceNumber(
+                f"{error.message} (the batch was written: {tp} acknowledged sequence {last_acked} after it, "
+                "but its offset is no longer known)"
             )
+            batch.result.fail(written)
             self.failed += batch.record_count
+            self.host.journal.record(
+                "produce_failed",
+                f"{self.client_id}: {batch.record_count} record(s) to {tp} failed: {written}",
+                topic=tp.topic,
+                partition=tp.partition,
+                client=self.client_id,
+                error=written.name,
+            )
             return
         expected = increment_sequence(last_acked, 1)
         if batch.base_sequence != expected and not self._epoch_bump_needed:
