@@ -124,8 +124,12 @@ def zk_cluster(zookeeper: str, tmp_path) -> Iterator[Cluster]:  # type: ignore[n
 @pytest.mark.zookeeper
 def test_blocks_go_through_a_real_zookeeper(zk_cluster: Cluster) -> None:
     c = zk_cluster
-    answers = init_producer_ids(c, [1, 2, 1])
-    assert sorted(a.producer_id for a in answers) == [0, 1, 1000]
+    first, other, second = (a.producer_id for a in init_producer_ids(c, [1, 2, 1]))
+    # Whichever broker wrote first took ids 0-999, the other 1000-1999; broker 1's come from its one block.
+    assert second == first + 1
+    assert {first // 1000, other // 1000} == {0, 1}
+    assert first % 1000 == 0
+    assert other % 1000 == 0
     data = json.loads(block_znode(c)["data"])
     assert data["version"] == 1
     assert (data["block_start"], data["block_end"]) in (("0", "999"), ("1000", "1999"))
