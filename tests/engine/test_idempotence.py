@@ -221,3 +221,17 @@ def test_a_killed_and_restarted_leader_rebuilds_its_producer_state_from_its_log(
         assert (again.error, again.base_offset) == (None, 0)
         gap = _produce(c, _batch(7, 0, 5, "six")).partitions[TopicPartition("t", 0)]
         assert gap.error == OutOfOrderSequenceNumber.name
+
+
+def test_a_controlled_shutdown_leaves_a_snapshot_the_restarted_broker_loads() -> None:
+    with checked_cluster(3) as c:
+        c.create_topic("t", assignment={0: [1, 2, 3]})
+        assert _produce(c, _batch(7, 0, 0, "one", "two")).partitions[TopicPartition("t", 0)].error is None
+        c.run_for(500)
+        c.controlled_shutdown(1)
+        directory = c.brokers[1].partitions[TopicPartition("t", 0)].log.dir
+        assert sorted(p.name for p in directory.glob("*.snapshot")) == ["00000000000000000002.snapshot"]
+        c.restart_broker(1)
+        c.wait_for(lambda: c.brokers[1].state is BrokerState.RUNNING, 60_000, "broker 1 back")
+        state = c.brokers[1].partitions[TopicPartition("t", 0)].log.producer_state.producers
+        assert (state[7].producer_epoch, state[7].last_seq, state[7].last_offset) == (0, 1, 1)
