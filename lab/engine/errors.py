@@ -219,6 +219,18 @@ class DuplicateSequenceNumber(KafkaError):
     name = "DUPLICATE_SEQUENCE_NUMBER"
 
 
+class InvalidProducerEpoch(KafkaError):
+    """A batch from an older epoch of a producer than the partition has seen (InvalidProducerEpochException)."""
+
+    name = "INVALID_PRODUCER_EPOCH"
+
+
+class UnknownProducerId(KafkaError):
+    """The broker has no state for the producer id (UnknownProducerIdException)."""
+
+    name = "UNKNOWN_PRODUCER_ID"
+
+
 class NoOffsetForPartition(KafkaError):
     """Client side: auto.offset.reset=none and no committed offset."""
 

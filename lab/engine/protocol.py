@@ -37,6 +37,25 @@ class ProduceResponse:
     partitions: Mapping[TopicPartition, ProducePartitionResult]
 
 
+# InitProducerId (an idempotent producer's id and epoch; transactions will add a transactional.id).
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InitProducerIdRequest:
+    transactional_id: str | None = None
+    transaction_timeout_ms: int = -1
+    producer_id: int = -1  # KIP-360: the id and epoch a producer already has, or -1
+    producer_epoch: int = -1
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InitProducerIdResponse:
+    error: str | None = None
+    message: str = ""
+    producer_id: int = -1
+    producer_epoch: int = -1
+
+
 # Fetch (followers and consumers).
 
 
