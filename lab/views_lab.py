@@ -26,7 +26,7 @@ from lab.engine.errors import IllegalArgument, KafkaError, ZooKeeperNotAvailable
 from lab.labs import asave_spec, live_of
 from lab.models import Lab
 from lab.request_size import reads_too_large, too_large, too_large_message
-from lab.runtime.actions import PARSERS
+from lab.runtime.actions import CONTROLS
 from lab.runtime.live import LiveLab
 from lab.visuals.frame import TopicIndex
 from lab.visuals.glossary import governed_by
@@ -95,7 +95,7 @@ async def act(request: HttpRequest, slug: str, action: str) -> HttpResponse:
             return _toast(False, "You are logged out: reload the page and log in.", status=401)
         return redirect_to_login(request.get_full_path())
     lab = await _lab_for(request, slug)
-    if action not in PARSERS:
+    if action not in CONTROLS:
         raise Http404(f"no control named {action}")
     if too_large(request):
         return _toast(False, f"INVALID_REQUEST: {too_large_message(too_large(request))}", status=413)

@@ -9,9 +9,11 @@ an answer that takes engine time) is what the person sees as "done".
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from lab.engine import limits
@@ -38,6 +40,7 @@ if TYPE_CHECKING:
     from lab.runtime.live import LiveLab
 
 Act = Callable[["LiveLab"], Any]
+Parse = Callable[[Mapping[str, Any]], Act]
 T = TypeVar("T")
 
 PRODUCE_WAIT_S = 3.0
@@ -528,7 +531,7 @@ def _clock_reset(p: Mapping[str, str]) -> Act:
     return run
 
 
-PARSERS: Mapping[str, Callable[[Mapping[str, str]], Act]] = {
+_COMMANDS: dict[str, Parse] = {
     "kill": _kill,
     "restart": _restart,
     "pause": _pause,
@@ -552,9 +555,29 @@ PARSERS: Mapping[str, Callable[[Mapping[str, str]], Act]] = {
 }
 
 
-def plan(name: str, params: Mapping[str, str]) -> Act:
-    """The action ``name`` with ``params`` checked; IllegalArgument for an unknown name or bad input."""
-    parser = PARSERS.get(name)
+# The dashboard's controls: what a lab's page may ask through its control route (``views_lab.act``).
+CONTROLS: frozenset[str] = frozenset(_COMMANDS)
+
+# Every command a lab knows, by name: the controls above, and what apps add with ``register``.
+COMMANDS: Mapping[str, Parse] = MappingProxyType(_COMMANDS)
+
+_NAME = re.compile(r"[a-z][a-z0-9]*(?:[-.][a-z0-9]+)*")
+
+
+def register(name: str, parse: Callable[[Mapping[str, Any]], Act]) -> None:
+    """Add command ``name``: ``parse(args)`` checks its JSON arguments where the request arrives (raising
+    IllegalArgument) and returns the ``Act`` the lab runs. A name is registered once: a second
+    registration of the same name is a mistake in the code, refused with ValueError."""
+    if not _NAME.fullmatch(name):
+        raise ValueError(f"a command name is lowercase words joined by - or ., not {name!r}")
+    if name in _COMMANDS:
+        raise ValueError(f"there is a command named {name!r} already")
+    _COMMANDS[name] = parse
+
+
+def plan(name: str, params: Mapping[str, Any]) -> Act:
+    """The command ``name`` with ``params`` checked; IllegalArgument for an unknown name or bad input."""
+    parser = _COMMANDS.get(name)
     if parser is None:
         raise IllegalArgument(f"there is no control named {name!r}")
     return parser(params)
