@@ -101,7 +101,7 @@ async def act(request: HttpRequest, slug: str, action: str) -> HttpResponse:
         return _toast(False, f"INVALID_REQUEST: {too_large_message(too_large(request))}", status=413)
     live: LiveLab = await asyncio.to_thread(live_of, lab)
     params: dict[str, Any] = {k: request.POST.get(k, "") for k in request.POST}
-    future = live.act(action, params)
+    future = live.act(action, params, by=user.get_username())
     try:
         result = await asyncio.wait_for(asyncio.wrap_future(future), ACT_TIMEOUT_S)
     except IllegalArgument as error:
@@ -113,4 +113,4 @@ async def act(request: HttpRequest, slug: str, action: str) -> HttpResponse:
     except TimeoutError:
         return _toast(False, f"The lab did not answer within {ACT_TIMEOUT_S:g} s.", status=504)
     await asave_spec(lab, live.spec)
-    return _toast(True, str(result))
+    return _toast(True, str(result["message"] if isinstance(result, dict) else result))

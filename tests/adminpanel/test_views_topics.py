@@ -532,7 +532,7 @@ def test_a_topic_is_deleted_only_when_its_name_is_typed(owner: Client, lab: Lab)
     status, html = post(owner, lab, "topics/__consumer_offsets/delete/", {"confirm": "__consumer_offsets"})
     assert status == 409
     assert field_error(html, "confirm") == (
-        "INVALID_REQUEST: Topic __consumer_offsets is a kafka internal topic and is not allowed to be marked for deletion."
+        "INVALID_TOPIC_EXCEPTION: Topic __consumer_offsets is a kafka internal topic and is not allowed to be marked for deletion."
     )
     assert "__consumer_offsets" in snapshot(lab)["topics"]
 
