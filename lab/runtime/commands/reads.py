@@ -90,7 +90,7 @@ def describe(
     just written, which the controller has not read yet)."""
     cluster = lab.cluster
     if count is None:
-        count = cluster.partition_count(name)  # UNKNOWN_TOPIC_OR_PARTITION when there is none
+        count = partition_count(lab, name)
     moving = cluster.snapshot()["topics"].get(name, {}).get("reassigning", {})
     return {
         "name": name,
@@ -102,6 +102,16 @@ def describe(
 
 def clock(lab: LiveLab) -> dict[str, Any]:
     return {"time_ms": lab.cluster.now_ms, "rate": lab.clock.rate, "paused": lab.clock.paused}
+
+
+def partition_count(lab: LiveLab, topic: str) -> int:
+    """How many partitions the controller knows ``topic`` to have (UNKNOWN_TOPIC_OR_PARTITION: none), as
+    Kafka's admin reads come from the brokers' metadata: no ZooKeeper round trip."""
+    ctx = lab.cluster.ctx.controller_context
+    count = 0 if ctx is None else sum(1 for tp in ctx.assignments if tp.topic == topic)
+    if not count:
+        raise UnknownTopicOrPartition(f"Topic '{topic}' does not exist.")
+    return count
 
 
 def exists(lab: LiveLab, topic: str) -> bool:
@@ -216,9 +226,7 @@ def _messages(p: Mapping[str, Any]) -> Act:
 
     def run(lab: LiveLab) -> dict[str, Any]:
         cluster = lab.cluster
-        if not exists(lab, topic):
-            raise UnknownTopicOrPartition(f"Topic '{topic}' does not exist.")
-        count = cluster.partition_count(topic)
+        count = partition_count(lab, topic)
         if not 0 <= partition < count:
             raise UnknownTopicOrPartition(
                 f"{topic} has {count} partition(s); there is no partition {partition}"

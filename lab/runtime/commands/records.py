@@ -23,7 +23,7 @@ from lab.runtime.actions import (
     retrying,
 )
 from lab.runtime.commands import produced
-from lab.runtime.commands.reads import exists
+from lab.runtime.commands.reads import partition_count
 
 if TYPE_CHECKING:
     from lab.runtime.live import LiveLab
@@ -48,9 +48,7 @@ def _nullable(p: Mapping[str, Any], key: str, limit: limits.Text) -> str | None:
 
 
 def _partition_checked(lab: LiveLab, topic: str, partitions: list[int | None]) -> None:
-    if not exists(lab, topic):
-        raise UnknownTopicOrPartition(f"Topic '{topic}' does not exist.")
-    count = lab.cluster.partition_count(topic)
+    count = partition_count(lab, topic)
     for partition in partitions:
         if partition is not None and partition >= count:
             raise UnknownTopicOrPartition(
@@ -140,7 +138,7 @@ def _produce(p: Mapping[str, Any]) -> Act:
 
     def run(lab: LiveLab) -> Waiting:
         cluster = lab.cluster
-        count = cluster.partition_count(topic)
+        count = partition_count(lab, topic)
         for record in records:
             if record["partition"] is not None and record["partition"] >= count:
                 raise UnknownTopicOrPartition(
@@ -206,7 +204,7 @@ def _consume(p: Mapping[str, Any]) -> Act:
 
     def run(lab: LiveLab) -> Any:
         cluster = lab.cluster
-        count = cluster.partition_count(topic)
+        count = partition_count(lab, topic)
         if only is not None and only >= count:
             raise UnknownTopicOrPartition(f"{topic} has {count} partition(s); there is no partition {only}")
         described = cluster.groups().get(group)

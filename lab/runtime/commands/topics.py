@@ -37,7 +37,7 @@ from lab.runtime.actions import (
     on_success,
     register,
 )
-from lab.runtime.commands.reads import configs, describe, is_internal
+from lab.runtime.commands.reads import configs, describe, is_internal, partition_count
 from lab.runtime.spec import TopicSpec
 
 if TYPE_CHECKING:
@@ -57,14 +57,6 @@ PAUSED = (
 def _assignments(lab: LiveLab) -> Mapping[TopicPartition, Sequence[int]]:
     ctx = lab.cluster.ctx.controller_context
     return {} if ctx is None else ctx.assignments
-
-
-def _count(lab: LiveLab, topic: str) -> int:
-    """How many partitions the controller knows ``topic`` to have (UNKNOWN_TOPIC_OR_PARTITION: none)."""
-    count = sum(1 for tp in _assignments(lab) if tp.topic == topic)
-    if not count:
-        raise UnknownTopicOrPartition(f"Topic '{topic}' does not exist.")
-    return count
 
 
 def _replicas(lab: LiveLab, topic: str, partition: int) -> list[int]:
@@ -259,7 +251,7 @@ def _reassign(p: Mapping[str, Any]) -> Act:
     targets = _plan(p)
 
     def run(lab: LiveLab) -> Any:
-        count = _count(lab, topic)
+        count = partition_count(lab, topic)
         bad = [q for q in targets if not 0 <= q < count]
         if bad:
             raise UnknownTopicOrPartition(f"{topic} has {count} partition(s); there is no partition {bad[0]}")
@@ -310,7 +302,7 @@ def _elect(p: Mapping[str, Any]) -> Act:
         wanted: list[tuple[str, int, int]] = []
         blocked: list[str] = []
         for name in topics:
-            count = _count(lab, name)
+            count = partition_count(lab, name)
             parts = range(count) if chosen is None else sorted(set(chosen))
             for q in parts:
                 if not 0 <= q < count:
