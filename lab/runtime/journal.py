@@ -4,7 +4,8 @@ data directory, one JSON object a line.
 The first line of a cluster's life is ``{"start": spec}`` (the spec it was built from: brokers, seed,
 configs, topics, clients); each command that ran after it is ``{"seq", "at_ms", "name", "args",
 "by"}``: its name and JSON arguments, the lab's virtual time when it ran, and who asked. A reset
-deletes the data directory, so the file starts again with the new cluster. A command refused where it
+deletes the data directory, so the file starts again with the new cluster; a restart of the server
+adds a life below the last one. A command refused where it
 arrived, or by the lab when it ran, changed nothing and is not kept; reads are not kept.
 
 ``replay`` builds the cluster again from the first line on the memory store, with the same seed, and
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
@@ -61,13 +62,15 @@ class CommandJournal:
     def __init__(self, data_dir: str | Path) -> None:
         self.path = Path(data_dir) / FILE
         self._lock = threading.Lock()
-        self._seq = sum(1 for line in self._lines() if "seq" in line)
+        self._seq = len(self.entries())
 
     def begin(self, spec: Mapping[str, Any]) -> None:
-        """A new cluster: the file starts again with the spec it is built from."""
+        """A cluster built from ``spec``: a new life in the file (an earlier one, before a restart of the
+        server, stays above it; a reset deleted it with the lab's data)."""
         with self._lock:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self.path.write_text(json.dumps({"start": dict(spec)}, sort_keys=True) + "\n", encoding="utf-8")
+            with self.path.open("a", encoding="utf-8") as out:
+                out.write(json.dumps({"start": dict(spec)}, sort_keys=True) + "\n")
             self._seq = 0
 
     def append(self, *, at_ms: int, name: str, args: Mapping[str, Any], by: str) -> Entry:
@@ -79,23 +82,23 @@ class CommandJournal:
                 out.flush()
         return entry
 
-    def _lines(self) -> Iterator[dict[str, Any]]:
+    def _lines(self) -> list[dict[str, Any]]:
+        """The lines of the current life: from the last ``start`` on."""
         try:
             text = self.path.read_text(encoding="utf-8")
         except FileNotFoundError:
-            return
-        for line in text.splitlines():
-            if line.strip():
-                yield json.loads(line)
+            return []
+        lines = [json.loads(line) for line in text.splitlines() if line.strip()]
+        starts = [i for i, line in enumerate(lines) if "start" in line]
+        return lines[starts[-1] :] if starts else lines
 
     def start(self) -> dict[str, Any] | None:
         """The spec the cluster was built from (None: no journal yet)."""
-        for line in self._lines():
-            if "start" in line:
-                return dict(line["start"])
-        return None
+        lines = self._lines()
+        return dict(lines[0]["start"]) if lines and "start" in lines[0] else None
 
     def entries(self) -> list[Entry]:
+        """The commands of the current life, in the order they ran."""
         return [
             Entry(seq=x["seq"], at_ms=x["at_ms"], name=x["name"], args=x["args"], by=x.get("by", ""))
             for x in self._lines()

@@ -8,6 +8,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from lab.engine.errors import InvalidTopic
 from lab.runtime.journal import FILE, CommandJournal, replay
 from lab.runtime.live import LiveLab
 from lab.runtime.spec import LabSpec, TopicSpec
@@ -95,3 +98,28 @@ def test_a_replay_of_the_journal_on_a_fresh_lab_reaches_the_same_state(tmp_path:
         assert _state(again) == first
     finally:
         again.stop()
+
+
+def test_a_restart_keeps_the_earlier_life_and_reads_are_not_kept(tmp_path: Path) -> None:
+    lab, wall = still_lab(tmp_path, "twice")
+    try:
+        _run(lab, wall, "topic-create", {"name": "audit", "partitions": 1, "replication_factor": 1})
+        lab.act("topics", {}).result(10)
+        with pytest.raises(InvalidTopic):  # refused: it changed nothing, and is not kept
+            lab.act("topic-create", {"name": "bad name"}).result(10)
+    finally:
+        lab.stop()
+    again, wall = still_lab(tmp_path, "twice")
+    try:
+        _run(again, wall, "kill", {"broker": 1}, by="grace")
+    finally:
+        again.stop()
+    lines = [json.loads(line) for line in (tmp_path / "twice" / FILE).read_text().splitlines()]
+    assert [next(iter(line)) if "start" in line else line["name"] for line in lines] == [
+        "start",
+        "topic-create",
+        "start",
+        "kill",
+    ]
+    journal = CommandJournal(tmp_path / "twice")
+    assert [(e.seq, e.name, e.by) for e in journal.entries()] == [(1, "kill", "grace")]
