@@ -17,6 +17,7 @@ scenario steps run by a player's tick hook.
 from __future__ import annotations
 
 import json
+import logging
 import threading
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
     from lab.runtime.live import LiveLab
 
 FILE = "commands.jsonl"
+log = logging.getLogger(__name__)
 
 
 def _actions() -> Any:
@@ -74,12 +76,17 @@ class CommandJournal:
             self._seq = 0
 
     def append(self, *, at_ms: int, name: str, args: Mapping[str, Any], by: str) -> Entry:
+        """Keep a command that ran. A disk that refuses the line costs the replay, not the command: it
+        ran, and its answer goes to whoever asked."""
         with self._lock:
             self._seq += 1
             entry = Entry(seq=self._seq, at_ms=at_ms, name=name, args=dict(args), by=by)
-            with self.path.open("a", encoding="utf-8") as out:
-                out.write(json.dumps(entry.to_json(), sort_keys=True) + "\n")
-                out.flush()
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                with self.path.open("a", encoding="utf-8") as out:
+                    out.write(json.dumps(entry.to_json(), sort_keys=True) + "\n")
+            except OSError as error:
+                log.warning("%s: command %s not journalled: %s", self.path, entry.seq, error)
         return entry
 
     def _lines(self) -> list[dict[str, Any]]:

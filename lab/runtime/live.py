@@ -293,10 +293,10 @@ class LiveLab:
             return self.submit(fn)
 
         def run(lab: LiveLab) -> Any:
-            cluster = lab.cluster
-            at_ms = cluster.now_ms
+            cluster = lab._cluster  # None for a failed lab, which a reset may still start again
+            at_ms = 0 if cluster is None else cluster.now_ms
             result = fn(lab)  # refused: nothing changed, nothing kept
-            if lab._cluster is cluster:  # a reset starts a new journal with the new cluster
+            if cluster is not None and lab._cluster is cluster:  # a reset journals afresh
                 lab.commands.append(at_ms=at_ms, name=name, args=args, by=by)
             return result
 

@@ -558,3 +558,16 @@ def test_a_watched_lab_with_nothing_happening_sends_no_frame_until_something_cha
         loop.call_soon_threadsafe(loop.stop)
         thread.join(5)
         loop.close()
+
+
+def test_a_lab_that_failed_to_start_is_reset_by_its_command(lab: LiveLab) -> None:
+    def fail(live: LiveLab) -> None:  # what a start that failed leaves: no cluster, and why
+        live._close_cluster(delete=False)
+        live._failed(RuntimeError("the brokers did not register"))
+
+    lab.submit(fail).result(10)
+    assert (lab.state, lab.error) == ("failed", "the brokers did not register")
+    said = lab.act("clock-reset", {}, by="ada").result(30)
+    assert said == "Lab reset: a fresh cluster with fresh data."
+    assert lab.state == "running"
+    assert lab.act("snapshot", {}).result(10)["topics"]["orders"]
