@@ -26,7 +26,7 @@ from lab.engine.errors import IllegalArgument, KafkaError, ZooKeeperNotAvailable
 from lab.labs import asave_spec, live_of
 from lab.models import Lab
 from lab.request_size import reads_too_large, too_large, too_large_message
-from lab.runtime.actions import PARSERS
+from lab.runtime.actions import CONTROLS
 from lab.runtime.live import LiveLab
 from lab.visuals.frame import TopicIndex
 from lab.visuals.glossary import governed_by
@@ -95,13 +95,13 @@ async def act(request: HttpRequest, slug: str, action: str) -> HttpResponse:
             return _toast(False, "You are logged out: reload the page and log in.", status=401)
         return redirect_to_login(request.get_full_path())
     lab = await _lab_for(request, slug)
-    if action not in PARSERS:
+    if action not in CONTROLS:
         raise Http404(f"no control named {action}")
     if too_large(request):
         return _toast(False, f"INVALID_REQUEST: {too_large_message(too_large(request))}", status=413)
     live: LiveLab = await asyncio.to_thread(live_of, lab)
     params: dict[str, Any] = {k: request.POST.get(k, "") for k in request.POST}
-    future = live.act(action, params)
+    future = live.act(action, params, by=user.get_username())
     try:
         result = await asyncio.wait_for(asyncio.wrap_future(future), ACT_TIMEOUT_S)
     except IllegalArgument as error:
@@ -113,4 +113,4 @@ async def act(request: HttpRequest, slug: str, action: str) -> HttpResponse:
     except TimeoutError:
         return _toast(False, f"The lab did not answer within {ACT_TIMEOUT_S:g} s.", status=504)
     await asave_spec(lab, live.spec)
-    return _toast(True, str(result))
+    return _toast(True, str(result["message"] if isinstance(result, dict) else result))
