@@ -22,6 +22,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Mapping
+from concurrent import futures
 from concurrent.futures import Future
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -48,6 +49,7 @@ from lab.wire.connection import WireServer
 
 log = logging.getLogger(__name__)
 
+LISTEN_WAIT_S = 5.0  # the most a start waits for its listeners' sockets to listen
 MEMORY_STORE_LOGS = "memory-store"  # where a lab on the memory store keeps its logs, under its data dir
 
 SAMPLES_KEPT = 1200  # two minutes of frames at 10 a second
@@ -611,13 +613,15 @@ class LiveLab:
                 advertised_host=self.listen.advertised_host,
                 ports=self._spec.ports,
             )
-            self._sync_listeners()
+            # A lab is "running" once its brokers' sockets listen: a client told the lab is up may
+            # connect at once. Binding a local socket takes the listeners' loop a moment, no more.
+            futures.wait(self._sync_listeners(), timeout=LISTEN_WAIT_S)
 
-    def _sync_listeners(self) -> None:
+    def _sync_listeners(self) -> list[Future[Any]]:
         cluster, wire, listeners = self._cluster, self.wire, self.listeners
         if cluster is None or wire is None or listeners is None:
-            return
-        listeners.sync(
+            return []
+        return listeners.sync(
             wire,
             {b: broker.alive for b, broker in cluster.brokers.items()},
             {
