@@ -17,7 +17,8 @@ the per-session loopback proxies; ``other``: the channel layer's loop, the main 
   unwatched in the seconds before they slept (``same_labs_awake``); the ratio is sleeping / awake.
   On ZooKeeper what is left is the sessions' pings (kazoo and the proxies), which a sleeping lab
   keeps so its brokers stay registered.
-- ``threads``: threads per lab, awake and asleep (a sleeping lab keeps its threads, parked).
+- ``threads``: threads per lab, awake and asleep (a sleeping lab keeps its driver, parked, and its
+  brokers' sessions; on ZooKeeper it closes its own client, the tree reads' and topic admin's).
   Baseline: the process's threads before any lab started.
 """
 
@@ -223,10 +224,10 @@ def run(
             if time.monotonic() > deadline:
                 raise RuntimeError("the labs did not fall asleep within 60 s")
             time.sleep(0.1)
-        threads_asleep = threading.active_count()
         split.start()
         sleeping = _cpu_fraction(window_s)
         sleeping_by_thread = split.stop(labs)
+        threads_asleep = threading.active_count()  # counted once the clients they closed have ended
     finally:
         for live in running:
             live.stop()

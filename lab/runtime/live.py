@@ -563,6 +563,9 @@ class LiveLab:
         self.nap = Nap(time_ms=cluster.now_ms if cluster is not None else 0, slept_at=self._wall())
         self.asleep = True
         self._publish_now()  # the frame the API and a page opening read says so
+        if cluster is not None:
+            # The brokers' sessions stay open (their znodes register them); the lab's own client goes.
+            cluster.release_admin()
         with self._cond:
             while not (self._inbox or self._posted or self._nudged or self._stopping):
                 self._cond.wait()  # no timeout: a sleeping lab costs nothing until notified
