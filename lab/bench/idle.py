@@ -1,13 +1,14 @@
 """What idle labs cost: ``python -m lab.bench idle [--quick]``, one JSON line per figure.
 
-Labs of 3 brokers (topic ``orders``, 3 partitions, RF 3) run in this process, and nothing happens
-in them: first on the managed ZooKeeper (what ``make run`` labs run on), then the same labs on the
+Labs of 3 brokers (topic ``orders``, 3 partitions, RF 3), each broker listening for Kafka clients
+on a port of its own as ``make run`` labs do, run in this process, and nothing happens in them: first on the managed ZooKeeper (what ``make run`` labs run on), then the same labs on the
 memory store, in the same run (``LAB_BENCH_MEMORY=1``, or no ZooKeeper here: the memory store
 only). CPU is this process's (user + system), as a fraction of one core, per lab; each figure has
 a ``store`` and, where Linux tells it (``/proc/self/task/*/schedstat``), ``by_thread``: the same CPU
 split by who spent it (``driver``: the labs' driver threads; ``zookeeper_clients``: kazoo's
 connection threads, which ping the server every third of a session timeout; ``zookeeper_proxies``:
-the per-session loopback proxies; ``other``: the channel layer's loop, the main thread).
+the per-session loopback proxies; ``listeners``: the process's loop for the brokers' Kafka
+listeners; ``other``: the channel layer's loop, the main thread).
 
 - ``idle_watched``: every lab watched by one page (subscribed; its frames go through the
   in-memory channel layer to a receiving channel), with the driver's ticks per second. Baseline:
@@ -77,6 +78,8 @@ def _kind(name: str) -> str:
         return "zookeeper_clients"
     if name.startswith("zk-proxy-"):
         return "zookeeper_proxies"
+    if name == "kafka-listeners":
+        return "listeners"
     return "other"
 
 
@@ -91,7 +94,7 @@ class _Split:
         if not cpu1:
             return None
         names = {t.native_id: t.name for t in threading.enumerate()}
-        split = dict.fromkeys(("driver", "zookeeper_clients", "zookeeper_proxies", "other"), 0.0)
+        split = dict.fromkeys(("driver", "zookeeper_clients", "zookeeper_proxies", "listeners", "other"), 0.0)
         for tid, cpu in cpu1.items():
             split[_kind(names.get(tid, ""))] += cpu - self._cpu0.get(tid, 0.0)
         return {kind: round(cpu / wall / labs, 5) for kind, cpu in split.items()}
@@ -172,7 +175,8 @@ def run(
     *, labs: int, window_s: float, settle_s: float, memory: bool = False, thread_10hz: float | None = None
 ) -> list[dict[str, Any]]:
     """The figures of one store (ZooKeeper unless ``memory``, or when it cannot start)."""
-    from lab.runtime.live import LiveLab
+    from lab.cluster import free_ports
+    from lab.runtime.live import Listen, LiveLab
     from lab.runtime.spec import LabSpec, TopicSpec
 
     data_dir = Path(tempfile.mkdtemp(prefix="kafka-lab-bench-idle-"))
@@ -185,16 +189,19 @@ def run(
     try:
         for n in range(labs):
             slug = f"idle-{n}"
+            first_port = free_ports(3)
             spec = LabSpec(
                 slug=slug,
                 name=slug,
                 data_dir=str(data_dir / slug),
                 chroot=f"/kafka-lab/bench-idle/{slug}-{time.time_ns()}",
                 topics=(TopicSpec(name="orders", partitions=3, replication_factor=3),),
+                ports={b: first_port + b - 1 for b in (1, 2, 3)},
             )
             live = LiveLab(
                 spec,
                 zookeeper=hosts,
+                listen=Listen(),
                 renderer=_Renderer(),
                 broadcast=channel.broadcast,
                 sleep_after_s=SLEEP_AFTER_S,

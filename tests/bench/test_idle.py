@@ -39,7 +39,7 @@ def test_quick_run_prints_the_idle_figures_of_both_stores_each_with_its_baseline
                 assert math.isfinite(value), (store, key)
                 assert value >= 0, (store, key)
             split = figure["by_thread"]  # Linux: who spent the CPU
-            assert set(split) == {"driver", "zookeeper_clients", "zookeeper_proxies", "other"}
+            assert set(split) == {"driver", "zookeeper_clients", "zookeeper_proxies", "listeners", "other"}
             assert all(v >= 0 for v in split.values())
         assert watched["baseline"] == "thread_10hz"
         assert watched["ticks_per_s_per_lab"] > 0
