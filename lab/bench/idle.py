@@ -1,15 +1,25 @@
 """What idle labs cost: ``python -m lab.bench idle [--quick]``, one JSON line per figure.
 
-Labs of 3 brokers (topic ``orders``, 3 partitions, RF 3) run in this process on the managed
-ZooKeeper (the memory store with ``LAB_BENCH_MEMORY=1``, or when ZooKeeper cannot start), and nothing
-happens in them. CPU is this process's (user + system), as a fraction of one core, per lab:
+Labs of 3 brokers (topic ``orders``, 3 partitions, RF 3), each broker listening for Kafka clients
+on a port of its own as ``make run`` labs do, run in this process, and nothing happens in them: first on the managed ZooKeeper (what ``make run`` labs run on), then the same labs on the
+memory store, in the same run (``LAB_BENCH_MEMORY=1``, or no ZooKeeper here: the memory store
+only). CPU is this process's (user + system), as a fraction of one core, per lab; each figure has
+a ``store`` and, where Linux tells it (``/proc/self/task/*/schedstat``), ``by_thread``: the same CPU
+split by who spent it (``driver``: the labs' driver threads; ``zookeeper_clients``: kazoo's
+connection threads, which ping the server every third of a session timeout; ``zookeeper_proxies``:
+the per-session loopback proxies; ``listeners``: the process's loop for the brokers' Kafka
+listeners; ``other``: the channel layer's loop, the main thread).
 
 - ``idle_watched``: every lab watched by one page (subscribed; its frames go through the
-  in-memory channel layer to a receiving channel). Baseline: one plain thread waking ten times a
-  second and doing nothing (``thread_10hz``), the least a live clock can cost. Target <= 0.005.
+  in-memory channel layer to a receiving channel), with the driver's ticks per second. Baseline:
+  one plain thread waking ten times a second and doing nothing (``thread_10hz``), what a clock
+  ticking every frame slot costs at the least. Target <= 0.005 on ZooKeeper.
 - ``idle_sleeping``: the same labs with nobody watching, once they slept. Baseline: the same labs
   unwatched in the seconds before they slept (``same_labs_awake``); the ratio is sleeping / awake.
-- ``threads``: threads per lab, awake and asleep (a sleeping lab keeps its threads, parked).
+  On ZooKeeper what is left is the sessions' pings (kazoo and the proxies), which a sleeping lab
+  keeps so its brokers stay registered.
+- ``threads``: threads per lab, awake and asleep (a sleeping lab keeps its driver, parked, and its
+  brokers' sessions; on ZooKeeper it closes its own client, the tree reads' and topic admin's).
   Baseline: the process's threads before any lab started.
 """
 
@@ -43,6 +53,51 @@ def _cpu_fraction(window_s: float, during: Callable[[], None] | None = None) -> 
         during()
     time.sleep(max(0.0, window_s - (time.monotonic() - wall0)))
     return (time.process_time() - cpu0) / (time.monotonic() - wall0)
+
+
+def _thread_cpu() -> dict[int, float]:
+    """CPU seconds each thread of this process has used, by native thread id ({} off Linux)."""
+    out: dict[int, float] = {}
+    try:
+        tids = os.listdir("/proc/self/task")
+    except OSError:
+        return out
+    for tid in tids:
+        try:
+            with open(f"/proc/self/task/{tid}/schedstat") as f:
+                out[int(tid)] = int(f.read().split()[0]) / 1e9
+        except (OSError, ValueError, IndexError):
+            continue  # the thread ended meanwhile
+    return out
+
+
+def _kind(name: str) -> str:
+    if name.startswith("lab-"):
+        return "driver"
+    if "zk_loop" in name:  # kazoo's connection thread: Thread-N (zk_loop)
+        return "zookeeper_clients"
+    if name.startswith("zk-proxy-"):
+        return "zookeeper_proxies"
+    if name == "kafka-listeners":
+        return "listeners"
+    return "other"
+
+
+class _Split:
+    """CPU by kind of thread between ``start()`` and ``stop()``, per second of wall time."""
+
+    def start(self) -> None:
+        self._cpu0, self._wall0 = _thread_cpu(), time.monotonic()
+
+    def stop(self, labs: int) -> dict[str, float] | None:
+        cpu1, wall = _thread_cpu(), time.monotonic() - self._wall0
+        if not cpu1:
+            return None
+        names = {t.native_id: t.name for t in threading.enumerate()}
+        split = dict.fromkeys(("driver", "zookeeper_clients", "zookeeper_proxies", "listeners", "other"), 0.0)
+        for tid, cpu in cpu1.items():
+            split[_kind(names.get(tid, ""))] += cpu - self._cpu0.get(tid, 0.0)
+        return {kind: round(cpu / wall / labs, 5) for kind, cpu in split.items()}
 
 
 def _ticking_thread(window_s: float) -> float:
@@ -116,29 +171,37 @@ def _zookeeper(data_dir: Path, memory: bool) -> tuple[Any, str | None]:
         return None, None
 
 
-def run(*, labs: int, window_s: float, settle_s: float, memory: bool = False) -> list[dict[str, Any]]:
-    from lab.runtime.live import LiveLab
+def run(
+    *, labs: int, window_s: float, settle_s: float, memory: bool = False, thread_10hz: float | None = None
+) -> list[dict[str, Any]]:
+    """The figures of one store (ZooKeeper unless ``memory``, or when it cannot start)."""
+    from lab.cluster import free_ports
+    from lab.runtime.live import Listen, LiveLab
     from lab.runtime.spec import LabSpec, TopicSpec
 
     data_dir = Path(tempfile.mkdtemp(prefix="kafka-lab-bench-idle-"))
     server, hosts = _zookeeper(data_dir, memory)
     channel = _Channel()
     threads_before = threading.active_count()
-    thread_10hz = _ticking_thread(window_s)
+    if thread_10hz is None:
+        thread_10hz = _ticking_thread(window_s)
     running: list[LiveLab] = []
     try:
         for n in range(labs):
             slug = f"idle-{n}"
+            first_port = free_ports(3)
             spec = LabSpec(
                 slug=slug,
                 name=slug,
                 data_dir=str(data_dir / slug),
                 chroot=f"/kafka-lab/bench-idle/{slug}-{time.time_ns()}",
                 topics=(TopicSpec(name="orders", partitions=3, replication_factor=3),),
+                ports={b: first_port + b - 1 for b in (1, 2, 3)},
             )
             live = LiveLab(
                 spec,
                 zookeeper=hosts,
+                listen=Listen(),
                 renderer=_Renderer(),
                 broadcast=channel.broadcast,
                 sleep_after_s=SLEEP_AFTER_S,
@@ -153,8 +216,13 @@ def run(*, labs: int, window_s: float, settle_s: float, memory: bool = False) ->
         time.sleep(settle_s)
         threads_awake = threading.active_count()
         frames0 = channel.frames
+        ticks0 = sum(live.ticks for live in running)
+        split = _Split()
+        split.start()
         watched = _cpu_fraction(window_s)
+        watched_by_thread = split.stop(labs)
         frames = channel.frames - frames0
+        ticks = sum(live.ticks for live in running) - ticks0
         for live in running:
             live.unsubscribe()
         awake = _cpu_fraction(SLEEP_AFTER_S * 0.75)  # unwatched, before the grace period ends
@@ -163,8 +231,10 @@ def run(*, labs: int, window_s: float, settle_s: float, memory: bool = False) ->
             if time.monotonic() > deadline:
                 raise RuntimeError("the labs did not fall asleep within 60 s")
             time.sleep(0.1)
-        threads_asleep = threading.active_count()
+        split.start()
         sleeping = _cpu_fraction(window_s)
+        sleeping_by_thread = split.stop(labs)
+        threads_asleep = threading.active_count()  # counted once the clients they closed have ended
     finally:
         for live in running:
             live.stop()
@@ -182,6 +252,8 @@ def run(*, labs: int, window_s: float, settle_s: float, memory: bool = False) ->
             "bench": "idle_watched",
             "cpu_per_lab": round(per_watched, 5),
             "frames_per_s_per_lab": round(frames / window_s / labs, 2),
+            "ticks_per_s_per_lab": round(ticks / window_s / labs, 1),
+            "by_thread": watched_by_thread,
             "target": TARGET_WATCHED,
             "baseline": "thread_10hz",
             "baseline_cpu": round(thread_10hz, 5),
@@ -191,6 +263,7 @@ def run(*, labs: int, window_s: float, settle_s: float, memory: bool = False) ->
         {
             "bench": "idle_sleeping",
             "cpu_per_lab": round(per_sleeping, 5),
+            "by_thread": sleeping_by_thread,
             "baseline": "same_labs_awake",
             "baseline_cpu": round(per_awake, 5),
             "ratio": round(per_sleeping / per_awake, 3) if per_awake > 0 else None,
@@ -208,12 +281,14 @@ def run(*, labs: int, window_s: float, settle_s: float, memory: bool = False) ->
 
 
 def main(quick: bool = False) -> None:
-    memory = os.environ.get("LAB_BENCH_MEMORY") == "1"
-    figures = run(
-        labs=QUICK_LABS if quick else LABS,
-        window_s=QUICK_WINDOW_S if quick else WINDOW_S,
-        settle_s=QUICK_SETTLE_S if quick else SETTLE_S,
-        memory=memory,
-    )
-    for figure in figures:
-        print(json.dumps(figure), flush=True)
+    labs = QUICK_LABS if quick else LABS
+    window_s = QUICK_WINDOW_S if quick else WINDOW_S
+    settle_s = QUICK_SETTLE_S if quick else SETTLE_S
+    thread_10hz = _ticking_thread(window_s)  # one baseline for both stores
+    stores = [True] if os.environ.get("LAB_BENCH_MEMORY") == "1" else [False, True]
+    for memory in stores:
+        figures = run(labs=labs, window_s=window_s, settle_s=settle_s, memory=memory, thread_10hz=thread_10hz)
+        for figure in figures:
+            print(json.dumps(figure), flush=True)
+        if not memory and figures[0]["store"] == "memory":
+            break  # no ZooKeeper here: the memory store was measured already

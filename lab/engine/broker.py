@@ -201,6 +201,16 @@ class Broker:
         self.id = broker_id
         self.config = config or ctx.config
         self.log_dir = ctx.data_dir / f"broker-{broker_id}"
+        # Written every replica.high.watermark.checkpoint.interval.ms: made once, not every time.
+        self._checkpoints = {
+            name: OffsetCheckpointFile(self.log_dir / name)
+            for name in (
+                REPLICATION_CHECKPOINT,
+                RECOVERY_CHECKPOINT,
+                LOG_START_CHECKPOINT,
+                CLEANER_CHECKPOINT,
+            )
+        }
         self.state = BrokerState.STARTING
         self.gate = Gate()
         self.endpoint = Endpoint(ctx.network, ctx.scheduler, broker_id, self._handle_request, gate=self.gate)
@@ -1190,15 +1200,15 @@ class Broker:
             return
         hws = {(tp.topic, tp.partition): p.high_watermark for tp, p in self.partitions.items()}
         points = {(tp.topic, tp.partition): p.log.recovery_point for tp, p in self.partitions.items()}
-        OffsetCheckpointFile(self.log_dir / REPLICATION_CHECKPOINT).write(hws)
-        OffsetCheckpointFile(self.log_dir / RECOVERY_CHECKPOINT).write(points)
+        self._checkpoints[REPLICATION_CHECKPOINT].write(hws)
+        self._checkpoints[RECOVERY_CHECKPOINT].write(points)
         self.checkpoint_log_start_offsets()
         cleaned = {
             (tp.topic, tp.partition): p.log.cleaner_checkpoint
             for tp, p in self.partitions.items()
             if p.log.config.compact
         }
-        OffsetCheckpointFile(self.log_dir / CLEANER_CHECKPOINT).write(cleaned)
+        self._checkpoints[CLEANER_CHECKPOINT].write(cleaned)
 
     def _clean(self, tp: TopicPartition, partition: Partition) -> None:
         log = partition.log
@@ -1226,7 +1236,7 @@ class Broker:
     def checkpoint_log_start_offsets(self) -> None:
         """log-start-offset-checkpoint: where each log starts, after retention or DeleteRecords."""
         starts = {(tp.topic, tp.partition): p.log.log_start_offset for tp, p in self.partitions.items()}
-        OffsetCheckpointFile(self.log_dir / LOG_START_CHECKPOINT).write(starts)
+        self._checkpoints[LOG_START_CHECKPOINT].write(starts)
 
     def flush_logs(self) -> None:
         for partition in self.partitions.values():

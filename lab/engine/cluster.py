@@ -431,6 +431,16 @@ class Cluster:
             opening.add_done_callback(self._admin_opened)
         return opening
 
+    def release_admin(self) -> bool:
+        """Close the lab's own ZooKeeper client if no question waits on it (a sleeping lab does): it
+        holds no ephemerals and no watches, and the next question opens another. False if it stays."""
+        admin = self._admin
+        if admin is None or self._asked or self._admin_opening is not None:
+            return False
+        self._admin = None
+        admin.close()
+        return True
+
     def _admin_opened(self, opening: Pending[Session]) -> None:
         if self._admin_opening is opening:
             self._admin_opening = None

@@ -57,6 +57,10 @@ EVENTS_KEPT = 400
 REBALANCES_KEPT = 200
 GOODBYE_MS = 200  # virtual time for LeaveGroup requests to arrive when the server stops
 MAX_FRAME_MS = 2_000  # the most virtual time one tick runs; beyond it the clock re-anchors
+# A quiet lab (lab.runtime.changes' key did not move in the last frame slot, nothing awaited) ticks
+# this often instead of every frame slot: what anyone sends wakes it at once, and idle brokers'
+# routine (followers' empty fetches, checkpoints) runs in one batch instead of ten.
+QUIET_TICK_S = 0.5
 # The ZooKeeper tree is read again once the lab changed (lab.runtime.changes); in a quiet lab only
 # this often, for what changes in ZooKeeper without the lab (a person with zkCli).
 TREE_QUIET_INTERVAL_S = 30.0
@@ -465,10 +469,8 @@ class LiveLab:
         try:
             while True:
                 with self._cond:
-                    if not self._inbox and not self._posted and not self._stopping and not self._arrived:
-                        # Wake for the next tick, or sooner if the next frame is due before it.
-                        due = self._last_publish + self.publish_interval_s - time.monotonic()
-                        self._cond.wait(max(0.0, min(self._tick_interval(), due)))
+                    if not (self._inbox or self._posted or self._stopping or self._arrived or self._nudged):
+                        self._cond.wait(self._next_tick_in())
                     if self._stopping:
                         break
                     work = list(self._inbox)
@@ -547,15 +549,28 @@ class LiveLab:
                 return f"{name} is busy"
         return ""
 
-    def _tick_interval(self) -> float:
-        """A quiet lab ticks once a frame slot, not every ``tick_s``: what someone sends wakes it at
-        once anyway, and nothing a page shows moves faster than a frame. A connected client, an
-        awaited answer or a busy extension keep the fast tick (their timers are not frames)."""
-        if not self._quiet or self._waiting or (self.wire is not None and self.wire.connections):
-            return self.tick_s
-        if any(name in self._tick_hooks and busy() for name, busy in list(self._busy_hooks.items())):
-            return self.tick_s
-        return max(self.tick_s, self.publish_interval_s)
+    def _next_tick_in(self) -> float:
+        """How long the driver waits for its next tick (what anyone sends wakes it sooner).
+
+        A busy lab ticks every ``tick_s``, and no later than its next frame slot. A quiet one (its key
+        did not move in the last slot) every ``QUIET_TICK_S``: the brokers' routine (followers' empty
+        fetches, checkpoints) runs in one batch instead of one per slot, and a change the engine's
+        own timers make (an ISR shrinking, a group's member expiring) shows at the tick after. A
+        fast clock ticks as often as it takes for a tick to run at most half of ``MAX_FRAME_MS``.
+        A connected client, an awaited answer or a busy extension are never quiet: their timers
+        are not frames."""
+        if self._quiet and not self._ticking():
+            rate = self.clock.effective_rate
+            return QUIET_TICK_S if rate <= 0 else min(QUIET_TICK_S, MAX_FRAME_MS / 2 / 1000 / rate)
+        due = self._last_publish + self.publish_interval_s - time.monotonic()
+        return max(0.0, min(self.tick_s, due))
+
+    def _ticking(self) -> bool:
+        """Something the engine's next milliseconds matter to: an answer awaited, a Kafka client
+        connected, a busy extension."""
+        if self._waiting or (self.wire is not None and self.wire.connections):
+            return True
+        return any(name in self._tick_hooks and busy() for name, busy in list(self._busy_hooks.items()))
 
     def _zookeeper_sent(self) -> None:
         """(kazoo's thread) An answer or a watch is waiting: a quiet tick ends now (a sleep does not)."""
@@ -582,6 +597,9 @@ class LiveLab:
         self.nap = Nap(time_ms=cluster.now_ms if cluster is not None else 0, slept_at=self._wall())
         self.asleep = True
         self._publish_now()  # the frame the API and a page opening read says so
+        if cluster is not None:
+            # The brokers' sessions stay open (their znodes register them); the lab's own client goes.
+            cluster.release_admin()
         with self._cond:
             while not (self._inbox or self._posted or self._nudged or self._stopping):
                 self._cond.wait()  # no timeout: a sleeping lab costs nothing until notified

@@ -6,7 +6,8 @@ exercise's setup). Once none of that has been true for ``sleep_after_s`` (wall s
 driver parks on its condition with no timeout: no ticks, no frames, no engine steps. Anything
 that needs the lab (a page, an API call, a command, a wire connection) notifies the condition, and
 the lab carries on where it stopped: same records and offsets, the clock at the same virtual
-millisecond. ZooKeeper sessions stay open meanwhile (kazoo pings them on its own threads).
+millisecond. The brokers' ZooKeeper sessions stay open meanwhile (kazoo
+pings them on its own threads); the lab's own client, which holds nothing, closes until needed.
 
 ``Nap`` is what the page, the API and the timeline say about it.
 """

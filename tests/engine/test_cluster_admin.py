@@ -93,3 +93,17 @@ def test_reassignments_lists_the_moves_under_way() -> None:
         c.reassign_partitions({("t", 0): [4, 2, 3]}, wait=False)
         c.wait_for(lambda: c.reassignments() == {"t-0": [4, 2, 3]}, 5000)
         c.wait_for(lambda: c.reassignments() == {}, 30_000)
+
+
+def test_the_labs_own_zookeeper_client_is_released_only_when_no_question_waits_and_comes_back() -> None:
+    with checked_cluster(3) as c:
+        c.create_topic("t", partitions=1, replication_factor=3)
+        asking = c.begin_zookeeper_tree()
+        assert c.release_admin() is False  # the tree is on its way: the client stays
+        assert c.run_until_true(asking.done, 5_000)
+        assert "/brokers/topics/t" in {n["path"] for n in asking.result()}
+        assert c.release_admin() is True
+        assert c.release_admin() is False  # nothing left to release
+        # The next question opens another client; the brokers never noticed.
+        assert "/brokers/topics/t" in {n["path"] for n in c.zookeeper_tree()}
+        assert "/brokers/ids/3" in {n["path"] for n in c.zookeeper_tree()}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -22,7 +23,7 @@ from lab.engine.errors import (
     ZooKeeperNotAvailable,
 )
 from lab.runtime.broadcast import Broadcaster
-from lab.runtime.live import LiveLab
+from lab.runtime.live import MAX_FRAME_MS, QUIET_TICK_S, LiveLab
 from lab.runtime.spec import ClientSpec, LabSpec, TopicSpec
 from lab.visuals.frame import plog_key
 from lab.zookeeper_server import ManagedZooKeeper
@@ -593,3 +594,49 @@ def test_a_lab_that_failed_to_start_is_reset_by_its_command(lab: LiveLab) -> Non
     assert said == "Lab reset: a fresh cluster with fresh data."
     assert lab.state == "running"
     assert lab.act("snapshot", {}).result(10)["topics"]["orders"]
+
+
+def _driver_wait(live: LiveLab) -> float | None:
+    """The timeout of the wait the driver is in between ticks (None while it is not waiting there)."""
+    thread = live._thread
+    assert thread is not None
+    assert thread.ident is not None
+    frame = sys._current_frames().get(thread.ident)
+    while frame is not None:
+        caller = frame.f_back
+        if frame.f_code.co_name == "wait" and caller is not None and caller.f_code.co_name == "_run":
+            timeout = frame.f_locals.get("timeout")
+            return float(timeout) if timeout is not None else None
+        frame = caller
+    return None
+
+
+def test_a_watched_lab_where_nothing_happens_ticks_at_most_twice_a_second(
+    tmp_path: Path, wall: FakeWall
+) -> None:
+    live = LiveLab(spec(tmp_path, "calm"), zookeeper=None, wall=wall, tree_interval_s=3600).start()
+    try:
+        live.ready.result(30)
+        live.subscribe()
+        # The wall stands still: nothing comes due in the engine, the key stops moving, and the driver
+        # waits half a second between ticks instead of a frame slot (what arrives wakes it sooner).
+        assert wait_until(lambda: _driver_wait(live) == QUIET_TICK_S, 10), _driver_wait(live)
+        # At 10x half a second is 5 s of Kafka's time, more than one tick may run (MAX_FRAME_MS):
+        # a quiet fast clock ticks as often as it takes to keep up.
+        live.act("clock-speed", {"rate": "10"}).result(10)
+        fast = MAX_FRAME_MS / 2 / 1000 / 10
+        assert wait_until(lambda: _driver_wait(live) == pytest.approx(fast), 10), _driver_wait(live)
+        # Paused, the clock does not move at all.
+        live.act("clock-pause", {}).result(10)
+        assert wait_until(lambda: _driver_wait(live) == QUIET_TICK_S, 10), _driver_wait(live)
+        # Something happening is not quiet: the next ticks come every tick_s until it settles.
+        live.act("clock-resume", {}).result(10)
+        live.act("clock-speed", {"rate": "1"}).result(10)
+        future = live.act("produce", {"topic": "orders", "count": "3", "key": "k", "acks": "all"})
+        assert wait_until(lambda: _driver_wait(live) == pytest.approx(live.tick_s, abs=live.tick_s), 10)
+        while not future.done():
+            wall.now += 0.05
+            ticks_later(live, 1)
+        assert future.result(10)
+    finally:
+        live.stop()

@@ -192,7 +192,11 @@ def test_a_connected_kafka_client_keeps_it_awake_and_a_new_one_wakes_it(
         listen=Listen(),
     )
     assert live.wire is not None
+    assert live.listeners is not None
+    listeners = live.listeners
     wire = live.wire
+    # A lab runs once its listeners listen: a client may connect at once.
+    assert all(s.open for s in listeners.states()), listeners.states()
     client = socket.create_connection(("127.0.0.1", port), timeout=10)
     try:
         assert wait_until(lambda: len(wire.connections) == 1, 10)
@@ -242,3 +246,30 @@ def test_sleeping_can_be_turned_off(tmp_path: Path, wall: FakeWall, labs: list[L
     _idle_past_grace(live, wall)
     ticks_later(live, 3)
     assert not live.asleep
+
+
+def _proxies(session: str) -> int:
+    """Loopback proxies of ZooKeeper sessions named ``session...`` running in this process."""
+    return sum(1 for t in threading.enumerate() if t.name.startswith(f"zk-proxy-{session}"))
+
+
+def test_on_zookeeper_a_sleeping_lab_closes_its_own_client_and_keeps_its_brokers_sessions(
+    tmp_path: Path, zookeeper: str, labs: list[LiveLab]
+) -> None:
+    admins, brokers = _proxies("admin"), _proxies("broker-")
+    live = LiveLab(spec(tmp_path, "zk-nap"), zookeeper=zookeeper, sleep_after_s=0.5).start()
+    labs.append(live)
+    live.ready.result(60)
+    assert live.state == "running", live.error
+    live.wait_for_frame(lambda f: f.views["zookeeper"].count > 0, 30)  # read with the lab's own client
+    assert _proxies("admin") == admins + 1
+    assert wait_until(lambda: live.asleep, 30)
+    # It holds no ephemerals and no watches: it goes, with its kazoo thread and its proxy. The brokers'
+    # sessions stay open (their znodes register them), pinged by kazoo while the lab sleeps.
+    assert wait_until(lambda: _proxies("admin") == admins, 10)
+    assert _proxies("broker-") == brokers + 3
+    # Awake again, the next question to ZooKeeper opens another.
+    tree = live.submit(lambda lab: lab.cluster.zookeeper_tree()).result(30)
+    assert "/brokers/ids/1" in {node["path"] for node in tree}
+    assert _proxies("admin") == admins + 1
+    assert "Slept: nobody watched" in live.nap_text()

@@ -82,6 +82,7 @@ class ZooKeeperProxy:
         self._lock = threading.Lock()
         self._closed = False
         self.accepted = 0  # connections accepted, for tests and views
+        self.wakeups = 0  # times the thread woke from select(), for tests and benchmarks
         # When the server last got bytes from the client (monotonic): what it times the session from.
         self.last_forwarded = time.monotonic()
         self._thread = threading.Thread(target=self._run, name=f"zk-proxy-{name}", daemon=True)
@@ -144,7 +145,9 @@ class ZooKeeperProxy:
     def _run(self) -> None:
         try:
             while True:
-                for key, mask in self._selector.select():
+                ready = self._selector.select()  # no timeout: nothing flowing, nothing to do
+                self.wakeups += 1
+                for key, mask in ready:
                     if key.data == "listener":
                         self._accept()
                     elif key.data == "wake":
@@ -255,14 +258,12 @@ class ZooKeeperProxy:
                         pair.upstream_eof = True
                 elif from_client:
                     pair.to_upstream += data
+                    self._send(pair, upstream=True)  # at once: mostly taken whole, no wake-up for writable
                 else:
                     pair.to_client += data
+                    self._send(pair, upstream=False)
             if mask & selectors.EVENT_WRITE:
-                out = pair.to_client if from_client else pair.to_upstream
-                sent = sock.send(out)
-                del out[:sent]
-                if sent and not from_client:
-                    self.last_forwarded = time.monotonic()
+                self._send(pair, upstream=not from_client)
         except (BlockingIOError, InterruptedError):
             pass
         except OSError:
@@ -273,6 +274,16 @@ class ZooKeeperProxy:
             self._drop(pair)
             return
         self._interest(pair)
+
+    def _send(self, pair: _Pair, *, upstream: bool) -> None:
+        """Write what waits for one side of ``pair``, as much as it takes now."""
+        sock, out = (pair.upstream, pair.to_upstream) if upstream else (pair.client, pair.to_client)
+        if not out:
+            return
+        sent = sock.send(out)
+        del out[:sent]
+        if sent and upstream:
+            self.last_forwarded = time.monotonic()
 
     def _drop(self, pair: _Pair) -> None:
         if pair in self._pairs:

@@ -40,16 +40,26 @@ class EpochEntry:
 
 
 def _write_atomically(path: Path, lines: Sequence[str]) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    text = "".join(f"{line}\n" for line in [str(VERSION), str(len(lines)), *lines])
+    data = "".join(f"{line}\n" for line in [str(VERSION), str(len(lines)), *lines]).encode("utf-8")
+    name = os.fspath(path)
+    if _holds(name, data):
+        return  # already on disk: an idle broker's every-second checkpoint costs a read, not a rename
+    tmp = name + ".tmp"
+    with open(tmp, "wb") as f:
+        f.write(data)
+    os.replace(tmp, name)
+
+
+def _holds(name: str, data: bytes) -> bool:
+    """Whether the file ``name`` holds exactly ``data`` (plain system calls: every broker asks every second)."""
     try:
-        if path.read_text(encoding="utf-8") == text:
-            return  # already on disk: an idle broker's every-second checkpoint costs a read, not a rename
-    except (FileNotFoundError, UnicodeDecodeError):
-        pass
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-    os.replace(tmp, path)
+        fd = os.open(name, os.O_RDONLY)
+    except FileNotFoundError:
+        return False
+    try:
+        return os.read(fd, len(data) + 1) == data
+    finally:
+        os.close(fd)
 
 
 def _read_entries(path: Path, parse: Callable[[str], T], expected: str) -> list[T]:

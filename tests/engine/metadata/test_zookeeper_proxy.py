@@ -109,6 +109,20 @@ def test_open_forwards_both_ways(proxy: ZooKeeperProxy, echo: EchoServer) -> Non
     assert echo.received.startswith(b"ruok")
 
 
+def test_a_round_trip_wakes_the_proxy_once_each_way(proxy: ZooKeeperProxy, echo: EchoServer) -> None:
+    # A session's ping through an idle proxy: the bytes are passed on as they are read (the other
+    # side takes them), not on a second wake-up for "writable"; between pings the proxy blocks.
+    client = connect(proxy)
+    client.sendall(b"hello")
+    assert recv_exactly(client, 5) == b"hello"
+    before = proxy.wakeups
+    for _ in range(20):
+        client.sendall(b"ping")
+        assert recv_exactly(client, 4) == b"ping"
+    assert proxy.wakeups - before <= 2 * 20
+    client.close()
+
+
 def test_cut_closes_connections_and_refuses_new_ones(proxy: ZooKeeperProxy, echo: EchoServer) -> None:
     sock = connect(proxy)
     sock.sendall(b"hello")

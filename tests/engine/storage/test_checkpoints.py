@@ -48,6 +48,29 @@ def test_an_unchanged_checkpoint_is_not_written_again(tmp_path: Path) -> None:
     assert checkpoint.read() == {("a", 0): 2}
 
 
+def test_a_checkpoint_changed_or_deleted_behind_the_brokers_back_is_written_again(tmp_path: Path) -> None:
+    # The writer remembers what it left on disk, so an idle broker's checkpoint does not read the
+    # file back; a file someone else replaced, edited or deleted meanwhile is written again.
+    checkpoint = OffsetCheckpointFile(tmp_path / "replication-offset-checkpoint")
+    epochs = LeaderEpochCheckpointFile(tmp_path / "leader-epoch-checkpoint")
+    checkpoint.write({("a", 0): 1})
+    epochs.write([EpochEntry(epoch=0, start_offset=0)])
+    checkpoint.path.write_text("0\n1\na 0 7\n")  # edited in place
+    epochs.path.unlink()
+    checkpoint.write({("a", 0): 1})
+    epochs.write([EpochEntry(epoch=0, start_offset=0)])
+    assert checkpoint.read() == {("a", 0): 1}
+    assert epochs.read() == [EpochEntry(epoch=0, start_offset=0)]
+    replaced = tmp_path / "other"
+    replaced.write_text("0\n1\na 0 9\n")
+    replaced.replace(checkpoint.path)  # a new file renamed over it
+    checkpoint.write({("a", 0): 1})
+    assert checkpoint.read() == {("a", 0): 1}
+    checkpoint.path.unlink()
+    checkpoint.write({("a", 0): 1})
+    assert checkpoint.read() == {("a", 0): 1}
+
+
 def test_a_missing_file_is_empty(tmp_path: Path) -> None:
     assert OffsetCheckpointFile(tmp_path / "nothing").read() == {}
     assert LeaderEpochCheckpointFile(tmp_path / "nothing").read() == []
