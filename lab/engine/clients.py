@@ -490,12 +490,17 @@ class Producer(_Client):
         placed = self._append(topic, key, value, partition, stamp)
         if placed is None:
             placed = _waiting_future(stamp)
-            self._waiting.append((topic, key, value, partition, stamp, placed, now))
-            self.metadata.waiters.append(self._place_waiting)
+            waiting = self._waiting
+            # One waiter while any record waits (_place_waiting keeps itself registered while some
+            # remain), one max.block.ms timer per moment records were sent at.
+            if not waiting:
+                self.metadata.waiters.append(self._place_waiting)
+            if not waiting or waiting[-1][6] != now:
+                self.scheduler.call_later(
+                    self.max_block_ms, self._expire_waiting, label=f"{self.client_id} max.block.ms"
+                )
+            waiting.append((topic, key, value, partition, stamp, placed, now))
             self.metadata.need([topic])
-            self.scheduler.call_later(
-                self.max_block_ms, self._expire_waiting, label=f"{self.client_id} max.block.ms"
-            )
         return placed
 
     def flush(self, timeout_ms: int = 120_000) -> bool:

@@ -347,6 +347,23 @@ def test_unknown_topic_fails_after_max_block_ms() -> None:
             f.result()
 
 
+def test_records_waiting_for_metadata_share_one_wait_per_moment_they_were_sent() -> None:
+    # Records sent before the producer knows the topic wait, each for at most max.block.ms from its
+    # own send: those sent at the same moment share one timer.
+    with checked_cluster(1) as c:
+        p = c.producer(max_block_ms=2000)
+        first = [p.send("nope", f"x{i}") for i in range(300)]
+        c.run_for(500)
+        later = [p.send("nope", f"y{i}") for i in range(300)]
+        assert len([t for t in c.scheduler.pending() if t.label.endswith("max.block.ms")]) == 2
+        c.run_for(1500)  # 2000 ms after the first ones
+        assert all(isinstance(f.exception(), KafkaTimeout) for f in first)
+        assert not any(f.done() for f in later)
+        c.run_for(500)
+        assert all(isinstance(f.exception(), KafkaTimeout) for f in later)
+        assert p.failed == 600
+
+
 def test_consumer_positions_seek_to_end_and_offsets_for_times() -> None:
     with checked_cluster(1) as c:
         c.create_topic("t")
