@@ -282,7 +282,8 @@ class _ProducerBatch(BatchBuilder):
         self.retry_at_ms = 0
         self.full = False
         # While send() appends alike records without _append (Producer._arm): their value length and
-        # time, the bytes each takes, how many more may come so, and how many it was armed for.
+        # time, the bytes each takes, how many more may come so, and how many it was armed for. Their
+        # values go in at once, their timestamps (all fast_now) and counts when that stops (_settle_fast).
         self.fast_length = self.fast_now = self.fast_size = self.fast_left = self.fast_taken = 0
 
     @property
@@ -446,7 +447,7 @@ class Producer(_Client):
         self._drain_ms: dict[BrokerId, int] = {}
         self._wakeup: Timer | None = None
         self._flushing = False
-        self.sent = 0
+        self._sent_count = 0  # records send() took, but for those it appended on its own since _arm
         self.acked = 0
         self.failed = 0
         self.retried = 0
@@ -500,16 +501,14 @@ class Producer(_Client):
                 future = _new(FutureRecordMetadata)
                 future._result = batch.result
                 future._index = len(values)
-                values.append(value)
-                batch.timestamps.append(now)
-                self.sent += 1
+                values.append(value)  # its timestamp, ``now``, and its count come in bulk (_settle_fast)
                 return future
         if self.closed:
             raise IllegalState(f"producer {self.client_id} is closed")
         if value is not None and value.__class__ is not bytes:
             value = _bytes(value)
         now = self.scheduler.now_ms
-        self.sent += 1
+        self._sent_count += 1
         if key is not None and key.__class__ is not bytes:
             key = _bytes(key)
         if topic not in self.topics:
@@ -518,12 +517,17 @@ class Producer(_Client):
         placed = self._append(topic, key, value, partition, stamp)
         if placed is None:
             placed = _waiting_future(stamp)
-            self._waiting.append((topic, key, value, partition, stamp, placed, now))
-            self.metadata.waiters.append(self._place_waiting)
+            waiting = self._waiting
+            # One waiter while any record waits (_place_waiting keeps itself registered while some
+            # remain), one max.block.ms timer per moment records were sent at.
+            if not waiting:
+                self.metadata.waiters.append(self._place_waiting)
+            if not waiting or waiting[-1][6] != now:
+                self.scheduler.call_later(
+                    self.max_block_ms, self._expire_waiting, label=f"{self.client_id} max.block.ms"
+                )
+            waiting.append((topic, key, value, partition, stamp, placed, now))
             self.metadata.need([topic])
-            self.scheduler.call_later(
-                self.max_block_ms, self._expire_waiting, label=f"{self.client_id} max.block.ms"
-            )
         return placed
 
     def flush(self, timeout_ms: int = 120_000) -> bool:
@@ -540,6 +544,11 @@ class Producer(_Client):
             self._settle_fast()
             self._close_endpoint()
             Scheduler.cancel(self._wakeup)
+
+    @property
+    def sent(self) -> int:
+        """Records given to send()."""
+        return self._sent_count + sum(batch.fast_taken - batch.fast_left for batch in self._fast.values())
 
     @property
     def unanswered(self) -> int:
@@ -669,7 +678,10 @@ class Producer(_Client):
     def _settle_fast(self) -> None:
         """Count what send() appended on its own, as _append would have, and stop it."""
         for topic, batch in self._fast.items():
-            grown = (batch.fast_taken - batch.fast_left) * batch.fast_size
+            appended = batch.fast_taken - batch.fast_left
+            batch.timestamps.extend([batch.fast_now] * appended)
+            self._sent_count += appended
+            grown = appended * batch.fast_size
             batch.size_in_bytes += grown
             self._topics[topic].sticky.produced_bytes += grown
             batch.fast_left = batch.fast_taken = 0

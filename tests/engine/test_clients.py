@@ -18,7 +18,7 @@ from lab.engine.errors import (
 )
 from lab.engine.ids import TopicPartition as _tp
 from lab.engine.partitioner import partition_for_key
-from lab.engine.records import iter_headers, read_header
+from lab.engine.records import iter_headers, iter_records, read_header
 from lab.engine.tasks import Task
 from tests.engine.helpers import checked_cluster, leo, values
 
@@ -137,6 +137,29 @@ def test_a_closed_producer_refuses_records_even_alike_ones() -> None:
         with pytest.raises(IllegalState, match="is closed"):
             p.send("t", b"same length")
         assert p.sent == len(sent)
+
+
+def test_records_appended_in_bulk_are_counted_at_once_and_stamped_with_their_send_time() -> None:
+    # send() appends a record alike the one before itself and counts it and stamps its batch later,
+    # in bulk (Producer._settle_fast): the producer's counts and the log's timestamps must not show it.
+    with checked_cluster(1) as c:
+        c.create_topic("t")
+        p = c.producer(linger_ms=1000)
+        p.send("t", b"first")  # metadata first
+        assert p.flush()
+        c.run_for(7)
+        stamped = c.now_ms
+        futures = [p.send("t", b"alike") for _ in range(50)]
+        assert (p.sent, p.unanswered) == (51, 50)
+        c.run_for(3)  # the clock moves while linger.ms holds the batch
+        futures += [p.send("t", b"alike") for _ in range(5)]
+        assert (p.sent, p.unanswered) == (56, 55)
+        assert p.flush()
+        assert p.unanswered == 0
+        assert [f.result().timestamp for f in futures] == [stamped] * 50 + [stamped + 3] * 5
+        log = c.brokers[1].partitions[_tp("t", 0)].log
+        in_log = [r.timestamp for r in iter_records(log.read(1, 1 << 20).records)]
+        assert in_log == [stamped] * 50 + [stamped + 3] * 5
 
 
 def test_batch_size_zero_sends_each_record_in_a_batch_of_its_own() -> None:
@@ -341,6 +364,23 @@ def test_unknown_topic_fails_after_max_block_ms() -> None:
         c.run_for(3000)
         with pytest.raises(KafkaTimeout, match="does not exist"):
             f.result()
+
+
+def test_records_waiting_for_metadata_share_one_wait_per_moment_they_were_sent() -> None:
+    # Records sent before the producer knows the topic wait, each for at most max.block.ms from its
+    # own send: those sent at the same moment share one timer.
+    with checked_cluster(1) as c:
+        p = c.producer(max_block_ms=2000)
+        first = [p.send("nope", f"x{i}") for i in range(300)]
+        c.run_for(500)
+        later = [p.send("nope", f"y{i}") for i in range(300)]
+        assert len([t for t in c.scheduler.pending() if t.label.endswith("max.block.ms")]) == 2
+        c.run_for(1500)  # 2000 ms after the first ones
+        assert all(isinstance(f.exception(), KafkaTimeout) for f in first)
+        assert not any(f.done() for f in later)
+        c.run_for(500)
+        assert all(isinstance(f.exception(), KafkaTimeout) for f in later)
+        assert p.failed == 600
 
 
 def test_consumer_positions_seek_to_end_and_offsets_for_times() -> None:
