@@ -40,7 +40,7 @@ help:
 	@echo "make clean  remove .venv, var/ and caches"
 
 run: system-zookeeper system-redis $(STAMP)
-	$(VENV)/bin/python -m lab.serve --host $(HOST) --port $(PORT)
+	$(VENV)/bin/python -m lab.serve --host $(HOST) --port $(PORT) --workers $(WORKERS)
 
 test: system-zookeeper system-redis system-chromium system-postgresql system-kcat $(STAMP)
 	$(MAKE) --no-print-directory lint typecheck pytest browser-tests

@@ -42,7 +42,7 @@ from lab.runtime.spec import (
     LabSpec,
     TopicSpec,
 )
-from lab.visuals.frame import plog_key
+from lab.visuals.frame import TopicIndex, plog_key
 from lab.zookeeper_server import INSTALL_HINT, zookeeper_status
 
 log = logging.getLogger(__name__)
@@ -51,6 +51,14 @@ DEMO_USER = "demo"
 DEMO_LAB = "demo"
 DEMO_PASSWORD_FILE = "demo-password"
 CHROOT_PREFIX = "/kafka-lab"
+# True in a lab worker (lab.worker): with LAB_WORKERS set, only workers run labs; the web process
+# reaches them through lab.remote.
+RUNS_LABS_HERE = False
+
+
+def on_workers() -> bool:
+    """Whether this process reaches labs on lab workers (make run WORKERS=N) instead of running them."""
+    return bool(settings.LAB_WORKERS) and not RUNS_LABS_HERE
 
 
 # ---------------------------------------------------------------------------- ZooKeeper or memory
@@ -194,6 +202,10 @@ def create_lab(
 def delete_lab_data(lab: Lab) -> None:
     """Stop the lab, then remove its logs and its ZooKeeper chroot (the caller deletes the row after).
     Not while ZooKeeper is out: its znodes must go with it (ZOOKEEPER_NOT_AVAILABLE, nothing deleted)."""
+    if on_workers():
+        from lab import remote
+
+        remote.forget(lab.slug)  # its owner stops it; no worker takes it up again
     running = runtime.get(lab.slug)
     if running is not None and running.zookeeper_outage:
         raise ZooKeeperNotAvailable(
@@ -218,7 +230,12 @@ def delete_lab_data(lab: Lab) -> None:
 
 
 def live_of(lab: Lab) -> LiveLab:
-    """The lab's runtime, started now if it is not running, its brokers listening for Kafka clients."""
+    """The lab's runtime, started now if it is not running, its brokers listening for Kafka clients.
+    With lab workers on (make run WORKERS=N), a ``lab.remote.RemoteLab``: the lab on its owner."""
+    if on_workers():
+        from lab import remote
+
+        return remote.remote_lab(lab.slug)  # type: ignore[return-value]
     running = runtime.get(lab.slug)
     if running is not None and running.state != "stopped":
         running.wake("a page or an API call")  # whoever asks for the lab uses it: it wakes
@@ -254,6 +271,9 @@ def boot() -> list[LiveLab]:
     """Start every lab (the demo one included), and hook the classroom back into them:
     what ``make run`` does after migrating."""
     started = [live_of(lab) for lab in Lab.objects.all()]
+    if on_workers():
+        # The classroom's hooks are Python functions on a lab's thread: they do not travel to workers yet.
+        return started
     from lab.classroom.attach import reattach_all
 
     reattach_all()
@@ -262,6 +282,22 @@ def boot() -> list[LiveLab]:
 
 def stop_all() -> None:
     runtime.stop_all()
+
+
+def page_parts(live: Any) -> dict[str, Any]:
+    """What the lab's page is drawn from (any thread): every fragment of the last frame, the topics and
+    whether simulated clients may be added. A worker draws them for the web process the same way."""
+    if hasattr(live, "page"):
+        return live.page()  # type: ignore[no-any-return]
+    frame = live.frame
+    renderer = live.renderer
+    assert renderer is not None
+    index = frame.views.get("plogs")
+    return {
+        "html": renderer.fragments(frame.views),
+        "topics": list(index.topics) if isinstance(index, TopicIndex) else [],
+        "simulated": bool(isinstance(index, TopicIndex) and index.simulated_clients),
+    }
 
 
 # ---------------------------------------------------------------------------- rendering

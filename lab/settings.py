@@ -281,8 +281,13 @@ REDIS_URL = os.environ.get("LAB_REDIS", "").strip() or os.environ.get("REDIS_URL
 if REDIS_URL:
     _needs("channels_redis", "redis", "LAB_REDIS" if os.environ.get("LAB_REDIS", "").strip() else "REDIS_URL")
     REDIS_URL = REDIS_URL if "://" in REDIS_URL else f"redis://{REDIS_URL}/0"
+    # channels-redis waits on a channel with a blocking pop of up to 5 s; redis-py 8 reads with a shorter
+    # socket timeout by default, which would end every idle wait with an error.
     CHANNEL_LAYERS = {
-        "default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [REDIS_URL]}}
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": 30}]},
+        }
     }
 # Labs over worker processes (lab.worker): how many labs one worker runs at most.
 # LAB_WORKERS > 0 (set by lab.serve --workers N): the web process runs no lab, lab.labs.live_of answers

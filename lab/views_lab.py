@@ -23,12 +23,11 @@ from django.views.decorators.http import require_GET, require_POST
 from lab import access
 from lab.engine.config import CONSUMER_KEYS, TOPIC_KEYS
 from lab.engine.errors import IllegalArgument, KafkaError, ZooKeeperNotAvailable
-from lab.labs import asave_spec, live_of
+from lab.labs import asave_spec, live_of, page_parts
 from lab.models import Lab
 from lab.request_size import reads_too_large, too_large, too_large_message
 from lab.runtime.actions import PARSERS
 from lab.runtime.live import LiveLab
-from lab.visuals.frame import TopicIndex
 from lab.visuals.glossary import governed_by
 
 ACT_TIMEOUT_S = 60.0
@@ -47,12 +46,9 @@ def lab_page(request: HttpRequest, slug: str) -> HttpResponse:
             raise
         return ended
     live = live_of(lab)
-    frame = live.frame
-    renderer = live.renderer
-    assert renderer is not None
-    html = renderer.fragments(frame.views)  # type: ignore[attr-defined]
-    index = frame.views.get("plogs")
-    topics = index.topics if isinstance(index, TopicIndex) else ()
+    parts = page_parts(live)  # drawn here, or by the lab's worker
+    html = parts["html"]
+    topics = parts["topics"]
     config = dict(live.spec.config)
     return render(
         request,
@@ -62,7 +58,7 @@ def lab_page(request: HttpRequest, slug: str) -> HttpResponse:
             "html": html,
             "can_act": access.can_act(request.user, lab),
             "kafka_version": settings.LAB_KAFKA_VERSION,
-            "simulated": isinstance(index, TopicIndex) and index.simulated_clients,
+            "simulated": parts["simulated"],
             "first_topic": topics[0] if topics else "",
             "default_rf": min(3, lab.brokers),
             "min_isr_default": config.get("min.insync.replicas", TOPIC_KEYS["min.insync.replicas"].default),

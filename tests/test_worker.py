@@ -1,0 +1,150 @@
+"""Labs on lab workers (``make run WORKERS=N``), end to end: the real server with its workers, Redis and
+ZooKeeper as processes, reached over HTTP as a person's browser or a script does."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+from kazoo.client import KazooClient
+
+from lab.runtime.ownership import Ownership
+from tests.lab_server import LabServer
+from tests.processes import alive, wait_until
+
+
+@pytest.fixture
+def kazoo(zookeeper: str) -> Iterator[KazooClient]:
+    client = KazooClient(hosts=zookeeper)
+    client.start(timeout=15)
+    yield client
+    client.stop()
+    client.close()
+
+
+def _serve(tmp_path: Path, zookeeper: str, workers: int, **env: str) -> LabServer:
+    server = LabServer(tmp_path, zookeeper=zookeeper, workers=workers, env=env)
+    server.start(timeout_s=120)
+    return server
+
+
+def _ownership(server: LabServer, zookeeper: str) -> Ownership:
+    return Ownership(zookeeper, (server.data_dir / "instance-id").read_text().strip())
+
+
+def _logged_in(server: LabServer) -> requests.Session:
+    session = requests.Session()
+    session.get(server.url + "/accounts/login/", timeout=10)
+    password = (server.data_dir / "demo-password").read_text().strip()
+    answer = session.post(
+        server.url + "/accounts/login/",
+        data={"username": "demo", "password": password, "csrfmiddlewaretoken": session.cookies["csrftoken"]},
+        timeout=10,
+    )
+    assert answer.url == server.url + "/", answer.text[:500]
+    return session
+
+
+def _act(
+    session: requests.Session, server: LabServer, slug: str, action: str, **params: Any
+) -> requests.Response:
+    return session.post(
+        f"{server.url}/labs/{slug}/act/{action}/",
+        data=params,
+        headers={"X-CSRFToken": session.cookies["csrftoken"], "HX-Request": "true"},
+        timeout=90,
+    )
+
+
+def test_the_web_process_runs_no_lab_and_a_command_reaches_the_labs_owner(
+    tmp_path: Path, zookeeper: str, kazoo: KazooClient
+) -> None:
+    server = _serve(tmp_path, zookeeper, workers=2)
+    zk = _ownership(server, zookeeper)
+    try:
+        workers = zk.workers()
+        assert [w.name for w in workers] == ["1", "2"]
+        assert server.process is not None
+        assert all(w.pid != server.process.pid and alive(w.pid) for w in workers)
+        lease = zk.lease("demo")
+        assert lease is not None, "make run placed the demo lab on a worker"
+        assert f"demo on worker {lease.worker}" in server.output()
+
+        session = _logged_in(server)
+        page = session.get(server.url + "/labs/demo/", timeout=30)
+        assert page.status_code == 200
+        assert 'id="cluster-map"' in page.text  # the page's fragments, drawn by the lab's worker
+
+        done = _act(
+            session, server, "demo", "topic-create", name="from-web", partitions="1", replication_factor="3"
+        )
+        assert done.status_code == 200, done.text
+        assert "Topic from-web created: 1 partition(s), replication factor 3." in done.text
+        # The owner's cluster wrote it to ZooKeeper, in the lab's chroot, as Kafka does.
+        chroot = server.manage("shell", "-c", _CHROOT_OF_DEMO).strip().splitlines()[-1]
+        assert kazoo.exists(f"{chroot}/brokers/topics/from-web")
+        # What the worker changed is saved for the lab's next start (the row's spec).
+        assert "from-web" in server.manage("shell", "-c", _TOPICS_OF_DEMO)
+
+        # A person's mistake travels back by Kafka's name, and changes nothing.
+        refused = _act(session, server, "demo", "produce", topic="no-such-topic", count="1")
+        assert refused.status_code == 400
+        assert (
+            "ILLEGAL_ARGUMENT: there is no topic &#x27;no-such-topic&#x27;; create it first" in refused.text
+        )
+        assert zk.lease("demo") == lease  # the same owner answered throughout
+    finally:
+        zk.close()
+        assert server.stop() == 0, server.output()
+    assert "Workers: stopping (each stops its labs)..." in server.output()
+    assert not any(alive(w.pid) for w in workers), "a worker outlived make run"
+
+
+_CHROOT_OF_DEMO = "from lab.models import Lab; print(Lab.objects.get(slug='demo').zookeeper_chroot)"
+_TOPICS_OF_DEMO = "from lab.models import Lab; print([t['name'] for t in Lab.objects.get(slug='demo').settings.get('topics', [])])"
+
+
+def test_over_the_per_worker_cap_the_class_server_is_full(tmp_path: Path, zookeeper: str) -> None:
+    server = _serve(tmp_path, zookeeper, workers=1, LAB_MAX_LABS_PER_WORKER="1")
+    try:
+        token = server.manage("createtoken", "demo", "cap").strip().splitlines()[-1]
+        answer = requests.post(
+            server.url + "/api/labs",
+            json={"name": "Second"},
+            headers={"Authorization": f"Bearer {token}"},
+            timeout=60,
+        )
+        assert answer.status_code == 409, answer.text
+        body = answer.json()
+        assert body["error"] == "POLICY_VIOLATION"
+        assert re.search(
+            r"the class server is full: every lab worker \(1\) already runs its 1 labs", body["message"]
+        )
+    finally:
+        assert server.stop() == 0, server.output()
+
+
+def test_a_killed_worker_is_started_again_under_its_name(tmp_path: Path, zookeeper: str) -> None:
+    server = _serve(tmp_path, zookeeper, workers=1)
+    zk = _ownership(server, zookeeper)
+    try:
+        [first] = zk.workers()
+        os.kill(first.pid, signal.SIGKILL)
+        assert wait_until(lambda: [w.pid for w in zk.workers()] not in ([], [first.pid]), 60), server.output()
+        [again] = zk.workers()
+        assert again.name == "1"
+        assert alive(again.pid)
+        assert (
+            f"Worker 1 (pid {first.pid}) was killed by SIGKILL; starting it again in 0.5 s" in server.output()
+        )
+        # Its lab came back with it: the one worker there is took it up again.
+        assert wait_until(lambda: (lease := zk.lease("demo")) is not None and lease.worker == "1", 60)
+    finally:
+        zk.close()
+        assert server.stop() == 0, server.output()
