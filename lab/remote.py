@@ -20,14 +20,13 @@ from typing import Any
 
 from django.conf import settings
 
-from lab.engine.errors import IllegalState, KafkaError, KafkaTimeout
+from lab.engine.errors import IllegalState, KafkaError
 from lab.runtime.broadcast import group_name
 from lab.runtime.courier import Courier
 from lab.runtime.ownership import Ownership
 from lab.runtime.spec import LabSpec
 
 ANSWER_S = 15.0  # a worker answers a status at once; a lab it has to start first answers while starting
-ACT_S = 60.0  # the view's own deadline (views_lab.ACT_TIMEOUT_S) says 504 first
 COMMAND = "lab.command"
 
 _lock = threading.Lock()
@@ -126,7 +125,7 @@ class RemoteLab:
 
     def act(self, name: str, args: dict[str, Any]) -> Future[Any]:
         """The named command on the lab's owner; the future holds its JSON-safe answer."""
-        answer = ask(self.slug, "act", ACT_S, name=name, args=dict(args))
+        answer = ask(self.slug, "act", settings.LAB_WORKER_TIMEOUT_S, name=name, args=dict(args))
         future: Future[Any] = Future()
 
         def done(f: Future[Any]) -> None:
@@ -167,10 +166,9 @@ class RemoteLab:
 
 def remote_lab(slug: str, why: str = "a page or an API call") -> RemoteLab:
     """The lab ``slug`` on its owner (claimed by a worker with room first if nobody runs it), woken."""
-    try:
-        status = ask(slug, "wake", why=why).result(ANSWER_S + 1)
-    except TimeoutError as error:
-        raise KafkaTimeout(f"the lab's worker did not answer within {ANSWER_S:g} s") from error
+    timeout_s = float(settings.LAB_WORKER_TIMEOUT_S)  # a lab the worker must start answers while starting
+    # TimeoutError when the owner does not answer: the views say 504, as for a command.
+    status = ask(slug, "wake", timeout_s, why=why).result(timeout_s + 1)
     return RemoteLab(slug, status)
 
 

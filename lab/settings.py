@@ -294,6 +294,8 @@ if REDIS_URL:
 # a RemoteLab that reaches the lab's owner over the channel layer.
 LAB_MAX_LABS_PER_WORKER = _env_at_least_one("LAB_MAX_LABS_PER_WORKER", 20)
 LAB_WORKERS = int(os.environ.get("LAB_WORKERS", "").strip() or 0)
+# How long the web process waits for a lab's worker to answer a command before it says so (504).
+LAB_WORKER_TIMEOUT_S = float(os.environ.get("LAB_WORKER_TIMEOUT_S", "").strip() or 30)
 
 DATABASES = {"default": sqlite_database(LAB_DATA_DIR / "db.sqlite3")}
 DATABASE_URL = os.environ.get("DATABASE_URL", "").strip()

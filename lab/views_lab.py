@@ -95,10 +95,11 @@ async def act(request: HttpRequest, slug: str, action: str) -> HttpResponse:
         raise Http404(f"no control named {action}")
     if too_large(request):
         return _toast(False, f"INVALID_REQUEST: {too_large_message(too_large(request))}", status=413)
-    live: LiveLab = await asyncio.to_thread(live_of, lab)
     params: dict[str, Any] = {k: request.POST.get(k, "") for k in request.POST}
-    future = live.act(action, params)
     try:
+        # On a lab worker (make run WORKERS=N) the lab's owner may not answer: that is a 504 too.
+        live: LiveLab = await asyncio.to_thread(live_of, lab)
+        future = live.act(action, params)
         result = await asyncio.wait_for(asyncio.wrap_future(future), ACT_TIMEOUT_S)
     except IllegalArgument as error:
         return _toast(False, f"{error.name}: {error.message}", status=400)
@@ -106,7 +107,11 @@ async def act(request: HttpRequest, slug: str, action: str) -> HttpResponse:
         return _toast(False, f"{error.name}: {error.message}", status=503)
     except KafkaError as error:
         return _toast(False, f"{error.name}: {error.message}", status=409)
-    except TimeoutError:
-        return _toast(False, f"The lab did not answer within {ACT_TIMEOUT_S:g} s.", status=504)
+    except TimeoutError as error:  # the driver, or the lab's worker (its own words), did not answer
+        said = str(error)
+        text = (
+            f"{said[0].upper()}{said[1:]}." if said else f"The lab did not answer within {ACT_TIMEOUT_S:g} s."
+        )
+        return _toast(False, text, status=504)
     await asave_spec(lab, live.spec)
     return _toast(True, str(result))

@@ -148,3 +148,24 @@ def test_a_killed_worker_is_started_again_under_its_name(tmp_path: Path, zookeep
     finally:
         zk.close()
         assert server.stop() == 0, server.output()
+
+
+def test_an_owner_that_does_not_answer_is_a_504_that_says_so(tmp_path: Path, zookeeper: str) -> None:
+    server = _serve(tmp_path, zookeeper, workers=1, LAB_WORKER_TIMEOUT_S="2")
+    zk = _ownership(server, zookeeper)
+    try:
+        session = _logged_in(server)
+        assert _act(session, server, "demo", "clock-pause").status_code == 200
+        [owner] = zk.workers()
+        os.kill(owner.pid, signal.SIGSTOP)  # alive, holding its lease, answering nothing
+        try:
+            stuck = _act(session, server, "demo", "clock-resume")
+        finally:
+            os.kill(owner.pid, signal.SIGCONT)
+        assert stuck.status_code == 504
+        assert "The lab&#x27;s worker did not answer within" in stuck.text
+        again = _act(session, server, "demo", "clock-resume")  # once it answers again, so does the lab
+        assert again.status_code == 200, again.text
+    finally:
+        zk.close()
+        assert server.stop() == 0, server.output()

@@ -22,7 +22,7 @@ from collections.abc import Awaitable, Callable
 from concurrent.futures import Future
 from typing import Any
 
-from lab.engine.errors import KafkaError, KafkaTimeout, from_wire
+from lab.engine.errors import KafkaError, from_wire
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +72,8 @@ class Courier:
         return self.call(self.layer.group_send(group, message))
 
     def request(self, channel: str, message: dict[str, Any], timeout_s: float) -> Future[Any]:
-        """Send ``message`` with a reply address; the future holds the answer's ``result`` or its error."""
+        """Send ``message`` with a reply address; the future holds the answer's ``result`` or its error,
+        or ``TimeoutError`` when no answer came within ``timeout_s`` (the web says 504)."""
         request = uuid.uuid4().hex
         future: Future[Any] = Future()
         self._pending[request] = future
@@ -80,7 +81,7 @@ class Courier:
         def expire() -> None:
             pending = self._pending.pop(request, None)
             if pending is not None and not pending.done():
-                pending.set_exception(KafkaTimeout(f"no answer within {timeout_s:g} s"))
+                pending.set_exception(TimeoutError(f"the lab's worker did not answer within {timeout_s:g} s"))
 
         def post() -> None:
             self.loop.call_later(timeout_s, expire)
