@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 import re
 import signal
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,7 +17,7 @@ import requests
 from kazoo.client import KazooClient
 
 from lab.runtime.ownership import Ownership
-from tests.lab_server import LabServer
+from tests.lab_server import REPO, LabServer
 from tests.processes import alive, wait_until
 
 
@@ -169,3 +171,18 @@ def test_an_owner_that_does_not_answer_is_a_504_that_says_so(tmp_path: Path, zoo
     finally:
         zk.close()
         assert server.stop() == 0, server.output()
+
+
+def test_a_worker_without_zookeeper_or_redis_says_what_it_needs(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("LAB_ZOOKEEPER", "LAB_REDIS", "REDIS_URL")}
+    done = subprocess.run(
+        [sys.executable, "-m", "lab.worker", "--name", "1"],
+        env={**env, "LAB_DATA_DIR": str(tmp_path), "DJANGO_SETTINGS_MODULE": "lab.settings"},
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert "A lab worker needs LAB_ZOOKEEPER and LAB_REDIS (make run WORKERS=N sets both)." in done.stdout

@@ -14,6 +14,7 @@ its name and message and is raised again on the other side as the same class.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import threading
@@ -55,7 +56,11 @@ class Courier:
         self.channel: str = self.call(self.layer.new_channel()).result(10)
         self._pending: dict[str, Future[Any]] = {}
         self._handler: Handler | None = None
-        self._receiving = self.call(self._receive())
+        self._receiving: asyncio.Task[None] | None = None
+        self.call(self._start()).result(10)
+
+    async def _start(self) -> None:
+        self._receiving = asyncio.get_running_loop().create_task(self._receive())
 
     def call(self, coroutine: Awaitable[Any]) -> Future[Any]:
         """Run ``coroutine`` on the courier's loop (from any other thread)."""
@@ -108,9 +113,23 @@ class Courier:
         await self.layer.send(reply_to, answer)
 
     def close(self) -> None:
-        self._receiving.cancel()
+        """Stop receiving, close the layer's connections, and end the loop thread."""
+        with contextlib.suppress(Exception):
+            self.call(self._shutdown()).result(10)
         self.loop.call_soon_threadsafe(self.loop.stop)
         self._thread.join(5)
+        if not self._thread.is_alive():
+            self.loop.close()
+
+    async def _shutdown(self) -> None:
+        task = self._receiving
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        close_pools = getattr(self.layer, "close_pools", None)
+        if close_pools is not None:
+            await close_pools()
 
     async def _receive(self) -> None:
         while True:
