@@ -65,6 +65,19 @@ def rendezvous(slug: str, workers: Iterable[str]) -> list[str]:
     return sorted(workers, key=weight, reverse=True)
 
 
+def _with_room(slug: str, workers: list[Worker], leases: list[Lease]) -> list[Worker]:
+    if not workers:
+        return []
+    counts: dict[str, int] = {}
+    for lease in leases:
+        counts[lease.worker] = counts.get(lease.worker, 0) + 1
+    by_name = {w.name: w for w in workers}
+    room = [by_name[name] for name in rendezvous(slug, by_name) if counts.get(name, 0) < by_name[name].cap]
+    if not room:
+        raise PolicyViolation(full_message(max(w.cap for w in workers), len(workers)))
+    return room
+
+
 def full_message(cap: int, workers: int) -> str:
     return (
         f"the class server is full: every lab worker ({workers}) already runs its {cap} labs "
@@ -132,18 +145,7 @@ class Ownership:
     def candidates(self, slug: str) -> list[Worker]:
         """The live workers with room, in the order they should be asked to own ``slug``; raises
         POLICY_VIOLATION ("the class server is full") when every one is at its cap."""
-        workers = {w.name: w for w in self.workers()}
-        if not workers:
-            return []
-        counts: dict[str, int] = {}
-        for lease in self.leases():
-            counts[lease.worker] = counts.get(lease.worker, 0) + 1
-        order = [workers[name] for name in rendezvous(slug, workers)]
-        room = [w for w in order if counts.get(w.name, 0) < w.cap]
-        if not room:
-            cap = max(w.cap for w in workers.values())
-            raise PolicyViolation(full_message(cap, len(workers)))
-        return room
+        return _with_room(slug, self.workers(), self.leases())
 
     def forget(self, slug: str) -> None:
         """A deleted lab: no worker should take it up again."""
@@ -206,21 +208,22 @@ class Ownership:
                 self.client.delete(f"{self.base}/_owners/{slug}")
 
     def orphans(self) -> list[str]:
-        """Labs that ran on a worker and have no owner now, which this worker should take up."""
+        """Labs that ran on a worker and have no owner now, which this worker should take up (the
+        tree read once: a worker's death may leave many)."""
         me = self.me
         if me is None:
             return []
-        owned = {lease.slug for lease in self.leases()}
+        workers, leases = self.workers(), self.leases()
+        owned = {lease.slug for lease in leases}
         mine: list[str] = []
-        for slug in self.placed():
-            if slug in owned:
-                continue
+        for slug in sorted(set(self.placed()) - owned):
             try:
-                order = self.candidates(slug)
+                order = _with_room(slug, workers, leases)
             except PolicyViolation:
                 return mine
             if order and order[0].name == me.name:
                 mine.append(slug)
+                leases = [*leases, Lease(slug=slug, worker=me.name, since=0.0)]  # it counts against the cap
         return mine
 
     def watch(self, changed: Callable[[], None]) -> None:

@@ -102,3 +102,18 @@ def test_a_restarted_worker_takes_its_name_again(
     first.close()
     assert second.register("1", channel="new", cap=3).channel == "new"
     assert [w.channel for w in second.workers()] == ["new"]
+
+
+def test_a_survivor_takes_no_more_orphans_than_its_cap(
+    zookeeper: str, installation: str, opened: list[Ownership]
+) -> None:
+    one = _worker(zookeeper, installation, opened, "1", cap=10)
+    two = _worker(zookeeper, installation, opened, "2", cap=3)
+    for n in range(6):
+        assert one.claim(f"lab-{n}")[0]
+    opened.remove(one)
+    one.close()
+    assert wait_until(lambda: two.leases() == [], 10)
+    assert len(two.orphans()) == 3  # the rest wait for a worker with room
+    two.forget("lab-0")
+    assert "lab-0" not in two.placed()
