@@ -27,6 +27,7 @@ from lab.runtime.ownership import Ownership
 from lab.runtime.spec import LabSpec
 
 ANSWER_S = 15.0  # a worker answers a status at once; a lab it has to start first answers while starting
+FORGET_S = 60.0  # a deleted lab's owner stops it (its clients leave their groups) before its data goes
 COMMAND = "lab.command"
 
 _lock = threading.Lock()
@@ -180,5 +181,5 @@ def forget(slug: str) -> None:
     if lease is not None and lease.worker in workers:
         message = {"type": COMMAND, "op": "forget", "slug": slug}
         with contextlib.suppress(KafkaError, TimeoutError):
-            courier().request(workers[lease.worker].channel, message, ANSWER_S).result(ANSWER_S + 1)
+            courier().request(workers[lease.worker].channel, message, FORGET_S).result(FORGET_S + 1)
     zk.forget(slug)

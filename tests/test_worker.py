@@ -186,3 +186,34 @@ def test_a_worker_without_zookeeper_or_redis_says_what_it_needs(tmp_path: Path) 
     )
     assert done.returncode == 2
     assert "A lab worker needs LAB_ZOOKEEPER and LAB_REDIS (make run WORKERS=N sets both)." in done.stdout
+
+
+def test_a_lab_made_and_deleted_through_the_api_starts_on_a_worker_and_goes_with_its_data(
+    tmp_path: Path, zookeeper: str, kazoo: KazooClient
+) -> None:
+    server = _serve(tmp_path, zookeeper, workers=2)
+    zk = _ownership(server, zookeeper)
+    try:
+        token = server.manage("createtoken", "demo", "labs").strip().splitlines()[-1]
+        headers = {"Authorization": f"Bearer {token}"}
+        made = requests.post(server.url + "/api/labs", json={"name": "Second"}, headers=headers, timeout=60)
+        assert made.status_code == 201, made.text
+        assert made.json()["state"] in ("starting", "running")
+        lease = zk.lease("second")
+        assert lease is not None
+        assert lease.worker in ("1", "2")
+        data_dir = tmp_path / "labs" / "second"
+        assert wait_until(
+            lambda: (data_dir / "meta.properties").exists() or any(data_dir.glob("*/meta.properties")), 60
+        )
+
+        gone = requests.delete(server.url + "/api/labs/second", headers=headers, timeout=90)
+        assert gone.status_code == 204, gone.text
+        assert zk.lease("second") is None
+        assert "second" not in zk.placed()  # no worker takes it up again
+        assert not data_dir.exists()
+        chroot = f"/kafka-lab/{(tmp_path / 'instance-id').read_text().strip()}/second"
+        assert kazoo.exists(chroot) is None
+    finally:
+        zk.close()
+        assert server.stop() == 0, server.output()
