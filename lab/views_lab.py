@@ -59,6 +59,7 @@ def lab_page(request: HttpRequest, slug: str) -> HttpResponse:
             "can_act": access.can_act(request.user, lab),
             "kafka_version": settings.LAB_KAFKA_VERSION,
             "simulated": parts["simulated"],
+            "listeners_panel": parts.get("listeners_panel", ""),  # drawn by the lab's worker, if on one
             "first_topic": topics[0] if topics else "",
             "default_rf": min(3, lab.brokers),
             "min_isr_default": config.get("min.insync.replicas", TOPIC_KEYS["min.insync.replicas"].default),

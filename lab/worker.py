@@ -165,8 +165,10 @@ class Worker:
             await self.courier.reply(message, result=self.status(live))
         elif op == "page":
             from lab.labs import page_parts
+            from lab.templatetags.listeners import panel
 
             parts = await asyncio.to_thread(page_parts, live)
+            parts["listeners_panel"] = await asyncio.to_thread(panel, live)
             await self.courier.reply(message, result={**parts, "status": self.status(live)})
         elif op == "subscribe":
             frame = live.subscribe()

@@ -82,6 +82,9 @@ def test_the_web_process_runs_no_lab_and_a_command_reaches_the_labs_owner(
         page = session.get(server.url + "/labs/demo/", timeout=30)
         assert page.status_code == 200
         assert 'id="cluster-map"' in page.text  # the page's fragments, drawn by the lab's worker
+        ports = re.search(r"the demo lab's bootstrap\.servers=(\S+)", server.output())
+        assert ports is not None
+        assert ports.group(1) in page.text  # and its "connect your own client" panel
 
         done = _act(
             session, server, "demo", "topic-create", name="from-web", partitions="1", replication_factor="3"
