@@ -24,6 +24,7 @@ from lab.engine.errors import IllegalState, KafkaError
 from lab.runtime.broadcast import group_name
 from lab.runtime.courier import Courier
 from lab.runtime.ownership import Ownership
+from lab.runtime.registry import BrokerSummary, LabSummary
 from lab.runtime.spec import LabSpec
 
 ANSWER_S = 15.0  # a worker answers a status at once; a lab it has to start first answers while starting
@@ -171,6 +172,26 @@ def remote_lab(slug: str, why: str = "a page or an API call") -> RemoteLab:
     # TimeoutError when the owner does not answer: the views say 504, as for a command.
     status = ask(slug, "wake", timeout_s, why=why).result(timeout_s + 1)
     return RemoteLab(slug, status)
+
+
+def running_labs() -> list[LabSummary]:
+    """The labs the workers run, as the home page lists them (from their leases)."""
+    out = []
+    for lease in ownership().leases():
+        summary = lease.summary
+        if summary is None:
+            continue
+        out.append(
+            LabSummary(
+                name=str(summary["name"]),
+                brokers=tuple(
+                    BrokerSummary(id=int(b["id"]), state=str(b["state"])) for b in summary["brokers"]
+                ),
+                controller=summary.get("controller"),
+                zookeeper_chroot=summary.get("zookeeper_chroot"),
+            )
+        )
+    return sorted(out, key=lambda s: s.name)
 
 
 def forget(slug: str) -> None:

@@ -52,7 +52,10 @@ class Worker:
         self.changed = threading.Event()
         self.stopping = threading.Event()
         self._claim_lock = threading.Lock()
-        self.moved: dict[str, str] = {}  # slug -> "The lab moved to worker 2 after worker 1 stopped."
+        self.moved: dict[str, str] = {}
+        self._published: dict[
+            str, dict[str, Any]
+        ] = {}  # slug -> "The lab moved to worker 2 after worker 1 stopped."
 
     # ------------------------------------------------------------------ life
 
@@ -68,7 +71,24 @@ class Worker:
                 self.changed.clear()
                 if not self.stopping.is_set():
                     self._adopt_orphans()
+            self._publish_summaries()
         return 0
+
+    def _publish_summaries(self) -> None:
+        """The home page's line of each lab this worker runs, on its lease, when it changed."""
+        from dataclasses import asdict
+
+        from lab.runtime.registry import running_labs
+
+        for summary in running_labs():
+            data = asdict(summary)
+            if self._published.get(summary.name) != data:
+                try:
+                    self.ownership.publish(summary.name, data)
+                except Exception:
+                    log.warning("worker %s: the summary of %s was not published", self.name, summary.name)
+                    continue
+                self._published[summary.name] = data
 
     def stop(self) -> None:
         from lab import labs

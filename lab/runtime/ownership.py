@@ -27,6 +27,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import NodeExistsError, NoNodeError
@@ -54,6 +55,7 @@ class Lease:
     slug: str
     worker: str
     since: float  # epoch seconds
+    summary: dict[str, Any] | None = None  # the home page's line for the lab (lab.runtime.registry), JSON
 
 
 def rendezvous(slug: str, workers: Iterable[str]) -> list[str]:
@@ -199,6 +201,16 @@ class Ownership:
             except NodeExistsError:
                 self.client.set(f"{self.base}/_placed/{slug}", placed)
             return True, previous if previous != me.name else ""
+
+    def publish(self, slug: str, summary: dict[str, Any]) -> None:
+        """Put the lab's summary (its brokers' states, its controller) on its lease, for the home page."""
+        me = self.me
+        lease = self.lease(slug)
+        if me is None or lease is None or lease.worker != me.name:
+            return
+        data = json.dumps({"worker": me.name, "since": lease.since, "summary": summary}).encode()
+        with contextlib.suppress(NoNodeError):
+            self.client.set(f"{self.base}/_owners/{slug}", data)
 
     def release(self, slug: str) -> None:
         me = self.me
