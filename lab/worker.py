@@ -193,7 +193,7 @@ class Worker:
         elif op == "subscribe":
             frame = live.subscribe()
             html = await asyncio.to_thread(live.render_full, frame)
-            await self.courier.layer.send(str(message["channel"]), {"type": "lab.frame", "html": html})
+            await self.courier.deliver(str(message["channel"]), {"type": "lab.frame", "html": html})
         elif op == "unsubscribe":
             live.unsubscribe()
         else:

@@ -225,3 +225,23 @@ def test_a_lab_made_and_deleted_through_the_api_starts_on_a_worker_and_goes_with
     finally:
         zk.close()
         assert server.stop() == 0, server.output()
+
+
+def test_commands_go_on_after_the_managed_redis_is_killed_and_started_again(
+    tmp_path: Path, zookeeper: str
+) -> None:
+    server = _serve(tmp_path, zookeeper, workers=1)
+    try:
+        session = _logged_in(server)
+        assert _act(session, server, "demo", "clock-pause").status_code == 200
+        found = re.search(r"Redis: redis://\S+ \(managed, pid (\d+)", server.output())
+        assert found is not None, server.output()
+        redis_pid = int(found.group(1))
+        os.kill(redis_pid, signal.SIGKILL)
+        assert wait_until(lambda: "Redis serves again" in server.output(), 30), server.output()
+        # The first command after it: every process's old connections fail once, and are replaced.
+        again = _act(session, server, "demo", "clock-resume")
+        assert again.status_code == 200, again.text
+        assert "Clock running at 1x." in again.text
+    finally:
+        assert server.stop() == 0, server.output()

@@ -71,7 +71,16 @@ class Courier:
         self._handler = handler
 
     def send(self, channel: str, message: dict[str, Any]) -> Future[Any]:
-        return self.call(self.layer.send(channel, message))
+        return self.call(self.deliver(channel, message))
+
+    async def deliver(self, channel: str, message: dict[str, Any]) -> None:
+        """Send, once more after a failure: a Redis that restarted leaves its old connections in the
+        pool, and the first use of each fails."""
+        try:
+            await self.layer.send(channel, message)
+        except Exception:
+            await asyncio.sleep(0.1)
+            await self.layer.send(channel, message)
 
     def group_send(self, group: str, message: dict[str, Any]) -> Future[Any]:
         return self.call(self.layer.group_send(group, message))
@@ -91,7 +100,7 @@ class Courier:
         def post() -> None:
             self.loop.call_later(timeout_s, expire)
             task = self.loop.create_task(
-                self.layer.send(channel, {**message, "reply_to": self.channel, "request": request})
+                self.deliver(channel, {**message, "reply_to": self.channel, "request": request})
             )
             task.add_done_callback(lambda t: _failed_send(t, future, self._pending, request))
 
@@ -110,7 +119,7 @@ class Courier:
             answer["error"] = error_out(error)
         else:
             answer["result"] = json_safe(result)
-        await self.layer.send(reply_to, answer)
+        await self.deliver(reply_to, answer)
 
     def close(self) -> None:
         """Stop receiving, close the layer's connections, and end the loop thread."""
