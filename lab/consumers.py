@@ -14,6 +14,7 @@ from typing import Any
 from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
+from django.conf import settings
 from django.template.loader import render_to_string
 
 from lab import access, revocation
@@ -40,6 +41,7 @@ def _visible(user: Any, slug: str, session: Any) -> tuple[Lab | None, str, str]:
 class LabConsumer(AsyncWebsocketConsumer):
     live: LiveLab | RemoteLab | None = None
     lab: Lab | None = None
+    renewing: asyncio.Task[None] | None = None
     group: str | None = None
     user_group: str | None = None
     slug = ""
@@ -77,6 +79,8 @@ class LabConsumer(AsyncWebsocketConsumer):
         lab's owner sends it to this consumer's channel."""
         if isinstance(live, RemoteLab):
             live.subscribe_channel(self.channel_name)
+            if self.renewing is None:
+                self.renewing = asyncio.get_running_loop().create_task(self._renew())
             return
         frame = live.subscribe()
         html = await asyncio.to_thread(live.render_full, frame)
@@ -89,10 +93,21 @@ class LabConsumer(AsyncWebsocketConsumer):
         self.live = await asyncio.to_thread(live_of, self.lab)
         await self._subscribe(self.live)
 
+    async def _renew(self) -> None:
+        """A lab on a worker counts this page while it renews: if this process dies, the count lapses."""
+        while True:
+            await asyncio.sleep(settings.LAB_PAGE_RENEW_S)
+            live = self.live
+            if isinstance(live, RemoteLab):
+                await asyncio.to_thread(live.subscribe_channel, self.channel_name)
+
     async def disconnect(self, code: int) -> None:
         await self._leave()
 
     async def _leave(self) -> None:
+        if self.renewing is not None:
+            self.renewing.cancel()
+            self.renewing = None
         for group in (self.group, self.user_group):
             if group is not None:
                 await self.channel_layer.group_discard(group, self.channel_name)

@@ -159,11 +159,13 @@ class RemoteLab:
         return reply
 
     def subscribe_channel(self, channel: str) -> None:
-        """A page's websocket: the owner counts it (a watched lab stays awake) and sends it the full state."""
+        """A page's websocket: the owner counts it (a watched lab stays awake) and sends it the full state;
+        sent again every LAB_PAGE_RENEW_S while the page is open (a renewal sends nothing back)."""
+        self.channel = channel
         tell(self.slug, "subscribe", channel=channel)
 
     def unsubscribe(self) -> None:
-        tell(self.slug, "unsubscribe")
+        tell(self.slug, "unsubscribe", channel=getattr(self, "channel", ""))
 
 
 def remote_lab(slug: str, why: str = "a page or an API call") -> RemoteLab:

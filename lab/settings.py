@@ -296,6 +296,9 @@ LAB_MAX_LABS_PER_WORKER = _env_at_least_one("LAB_MAX_LABS_PER_WORKER", 20)
 LAB_WORKERS = int(os.environ.get("LAB_WORKERS", "").strip() or 0)
 # How long the web process waits for a lab's worker to answer a command before it says so (504).
 LAB_WORKER_TIMEOUT_S = float(os.environ.get("LAB_WORKER_TIMEOUT_S", "").strip() or 30)
+# A page watching a lab on a worker says so again this often; the worker forgets it after three misses
+# (its web process died), so the lab may sleep.
+LAB_PAGE_RENEW_S = float(os.environ.get("LAB_PAGE_RENEW_S", "").strip() or 20)
 
 DATABASES = {"default": sqlite_database(LAB_DATA_DIR / "db.sqlite3")}
 DATABASE_URL = os.environ.get("DATABASE_URL", "").strip()

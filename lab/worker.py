@@ -25,6 +25,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from typing import Any
 
 log = logging.getLogger("lab.worker")
@@ -52,10 +53,12 @@ class Worker:
         self.changed = threading.Event()
         self.stopping = threading.Event()
         self._claim_lock = threading.Lock()
-        self.moved: dict[str, str] = {}
-        self._published: dict[
-            str, dict[str, Any]
-        ] = {}  # slug -> "The lab moved to worker 2 after worker 1 stopped."
+        self.moved: dict[str, str] = {}  # slug -> "The lab moved to worker 2 after worker 1 stopped."
+        self._published: dict[str, dict[str, Any]] = {}  # the home page's lines put on the leases
+        # Pages watching each lab (a consumer's channel -> when it last said so): a page renews every
+        # LAB_PAGE_RENEW_S, so one whose web process died stops keeping its lab awake (page_lapse_s).
+        self.pages: dict[str, dict[str, float]] = {}
+        self._pages_lock = threading.Lock()
 
     # ------------------------------------------------------------------ life
 
@@ -72,7 +75,38 @@ class Worker:
                 if not self.stopping.is_set():
                     self._adopt_orphans()
             self._publish_summaries()
+            self._lapse_pages()
         return 0
+
+    def _lapse_pages(self) -> None:
+        from lab.runtime.manager import runtime
+
+        now = time.monotonic()
+        with self._pages_lock:
+            for slug, pages in self.pages.items():
+                for channel in [c for c, seen in pages.items() if now - seen > page_lapse_s()]:
+                    del pages[channel]
+                    live = runtime.get(slug)
+                    if live is not None:
+                        live.unsubscribe()
+
+    def page_watches(self, live: Any, channel: str) -> bool:
+        """A page subscribed or renewed; True when it is new (it gets the full state)."""
+        with self._pages_lock:
+            pages = self.pages.setdefault(live.slug, {})
+            new = channel not in pages
+            pages[channel] = time.monotonic()
+        if new:
+            live.subscribe()
+        else:
+            live.wake("a page watches")
+        return new
+
+    def page_leaves(self, live: Any, channel: str) -> None:
+        with self._pages_lock:
+            gone = self.pages.get(live.slug, {}).pop(channel, None)
+        if gone is not None:
+            live.unsubscribe()
 
     def _publish_summaries(self) -> None:
         """The home page's line of each lab this worker runs, on its lease, when it changed."""
@@ -191,11 +225,12 @@ class Worker:
             parts["listeners_panel"] = await asyncio.to_thread(panel, live)
             await self.courier.reply(message, result={**parts, "status": self.status(live)})
         elif op == "subscribe":
-            frame = live.subscribe()
-            html = await asyncio.to_thread(live.render_full, frame)
-            await self.courier.deliver(str(message["channel"]), {"type": "lab.frame", "html": html})
+            channel = str(message["channel"])
+            if self.page_watches(live, channel):
+                html = await asyncio.to_thread(live.render_full, live.frame)
+                await self.courier.deliver(channel, {"type": "lab.frame", "html": html})
         elif op == "unsubscribe":
-            live.unsubscribe()
+            self.page_leaves(live, str(message.get("channel", "")))
         else:
             await self.courier.reply(message, error=ValueError(f"no operation {op!r}"))
 
@@ -212,6 +247,13 @@ class Worker:
         lab = Lab.objects.filter(slug=live.slug).first()
         if lab is not None:
             save_spec(lab, live.spec)
+
+
+def page_lapse_s() -> float:
+    """How long a page's subscription lasts unless renewed (the page renews 3 times in it)."""
+    from django.conf import settings
+
+    return 3 * float(settings.LAB_PAGE_RENEW_S)
 
 
 def status_of(live: Any, worker: str, moved: str = "") -> dict[str, Any]:

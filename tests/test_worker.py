@@ -8,14 +8,17 @@ import re
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import requests
+from channels_redis.core import RedisChannelLayer
 from kazoo.client import KazooClient
 
+from lab.runtime.courier import Courier
 from lab.runtime.ownership import Ownership
 from tests.lab_server import REPO, LabServer
 from tests.processes import alive, wait_until
@@ -244,4 +247,43 @@ def test_commands_go_on_after_the_managed_redis_is_killed_and_started_again(
         assert again.status_code == 200, again.text
         assert "Clock running at 1x." in again.text
     finally:
+        assert server.stop() == 0, server.output()
+
+
+def test_a_page_whose_web_process_died_stops_keeping_its_lab_awake(tmp_path: Path, zookeeper: str) -> None:
+    server = _serve(tmp_path, zookeeper, workers=1, LAB_PAGE_RENEW_S="0.5", LAB_SLEEP_AFTER_S="1")
+    zk = _ownership(server, zookeeper)
+    found = re.search(r"Redis: (redis://\S+) \(managed", server.output())
+    assert found is not None
+    # This test plays a web process: its page subscribes to the demo lab, renews, then stops (it "died").
+    page = Courier(RedisChannelLayer(hosts=[{"address": found.group(1), "socket_timeout": 30}]), name="page")
+    frames: list[dict[str, Any]] = []
+
+    async def got(message: dict[str, Any]) -> None:
+        frames.append(message)
+
+    page.serve(got)
+    try:
+        [owner] = zk.workers()
+        watch = {"type": "lab.command", "op": "subscribe", "slug": "demo", "channel": page.channel}
+
+        def status() -> dict[str, Any]:
+            asked = {"type": "lab.command", "op": "status", "slug": "demo"}
+            answer: dict[str, Any] = page.request(owner.channel, asked, 10).result(15)
+            return answer
+
+        page.send(owner.channel, watch).result(5)
+        assert wait_until(lambda: any(f.get("type") == "lab.frame" for f in frames), 15)  # the full state
+        assert status()["state"] == "running"
+        watched_until = time.monotonic() + 4
+        while time.monotonic() < watched_until:  # renewed: the lab stays awake though its sleep is 1 s
+            page.send(owner.channel, watch).result(5)
+            assert not status()["asleep"]
+            time.sleep(0.4)
+        assert sum(f.get("type") == "lab.frame" and "lab-frame" in f.get("html", "") for f in frames) >= 1
+        # No renewal any more: after three missed renewals the page no longer counts, and the lab sleeps.
+        assert wait_until(lambda: status()["asleep"], 15)
+    finally:
+        page.close()
+        zk.close()
         assert server.stop() == 0, server.output()
