@@ -287,3 +287,21 @@ def test_a_page_whose_web_process_died_stops_keeping_its_lab_awake(tmp_path: Pat
         page.close()
         zk.close()
         assert server.stop() == 0, server.output()
+
+
+def test_without_zookeeper_the_labs_run_in_the_web_process_and_it_says_why(tmp_path: Path) -> None:
+    server = LabServer(
+        tmp_path, env={"PATH": str(tmp_path / "empty-bin")}, workers=2
+    )  # no java: no ZooKeeper
+    try:
+        server.start(timeout_s=120)
+        assert requests.get(server.url + "/accounts/login/", timeout=10).status_code == 200
+    finally:
+        assert server.stop() == 0, server.output()
+    output = server.output()
+    assert (
+        "Workers: none, since lab workers need ZooKeeper (their labs' owners are recorded there)." in output
+    )
+    assert "Labs: demo (the demo lab is /labs/demo/)" in output  # run here, on the memory store
+    assert not (tmp_path / "workers").exists()
+    assert "Traceback" not in output
