@@ -45,8 +45,14 @@ def lab_page(request: HttpRequest, slug: str) -> HttpResponse:
         if ended is None:
             raise
         return ended
-    live = live_of(lab)
-    parts = page_parts(live)  # drawn here, or by the lab's worker
+    try:
+        live = live_of(lab)
+        parts = page_parts(live)  # drawn here, or by the lab's worker
+    except (KafkaError, TimeoutError) as error:  # on lab workers: every one full, or the owner not answering
+        reason = error.message if isinstance(error, KafkaError) else f"{str(error).capitalize()}."
+        status = 504 if isinstance(error, TimeoutError) else 503
+        context = {"lab": lab, "reason": reason, "status": status}
+        return render(request, "lab/unavailable.html", context, status=status)
     html = parts["html"]
     topics = parts["topics"]
     config = dict(live.spec.config)

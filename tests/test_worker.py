@@ -139,6 +139,12 @@ def test_over_the_per_worker_cap_the_class_server_is_full(tmp_path: Path, zookee
         assert re.search(
             r"the class server is full: every lab worker \(1\) already runs its 1 labs", body["message"]
         )
+        # The lab was made (the limits of lab.limits allowed it) but cannot run: its page says why.
+        session = _logged_in(server)
+        page = session.get(server.url + "/labs/second/", timeout=60)
+        assert page.status_code == 503
+        assert "Second cannot run now" in page.text
+        assert "the class server is full" in page.text
     finally:
         assert server.stop() == 0, server.output()
 
