@@ -218,6 +218,8 @@ def test_a_lab_made_and_deleted_through_the_api_starts_on_a_worker_and_goes_with
         assert made.json()["state"] in ("starting", "running")
         lease = zk.lease("second")
         assert lease is not None
+        listed = requests.get(server.url + "/api/labs", headers=headers, timeout=30).json()
+        assert {lab["slug"]: lab["state"] for lab in listed} == {"demo": "running", "second": "running"}
         assert lease.worker in ("1", "2")
         data_dir = tmp_path / "labs" / "second"
         assert wait_until(
