@@ -211,19 +211,44 @@ def delete_lab_data(lab: Lab) -> None:
         raise ZooKeeperNotAvailable(
             f"{running.zookeeper_outage}; the lab cannot be deleted until it answers (its znodes go with it)"
         )
-    runtime.stop(lab.slug)
-    data = Path(lab.data_dir).resolve()
+    _forget(lab.slug, lab.data_dir, lab.zookeeper_chroot)
+
+
+def _forget(slug: str, data_dir: str, chroot: str) -> None:
+    """A lab gone: its runtime stopped, its logs and its chroot removed (each again is harmless)."""
+    runtime.stop(slug)
+    data = Path(data_dir).resolve()
     if data.is_relative_to(labs_dir().resolve()) and data.exists():
         shutil.rmtree(data, ignore_errors=True)
     hosts: str = settings.LAB_ZOOKEEPER
-    if hosts and lab.zookeeper_chroot and store_for_labs().zookeeper:
+    if hosts and chroot and store_for_labs().zookeeper:
         from lab.engine.metadata.zookeeper import ZooKeeperStore
 
-        store = ZooKeeperStore(hosts, chroot=lab.zookeeper_chroot)
+        store = ZooKeeperStore(hosts, chroot=chroot)
         try:
             store.delete_chroot()
         finally:
             store.close()
+
+
+def lab_row_deleted(sender: Any, instance: Lab, **kwargs: Any) -> None:
+    """However a lab's row goes (its owner's account deleted, the admin, ``delete_lab_data`` first), once
+    the deletion is committed its runtime stops and its files go: a deleted lab must not run on, holding
+    its ports and its place on the server."""
+    slug, data_dir, chroot = instance.slug, instance.data_dir, instance.zookeeper_chroot
+
+    def forget() -> None:
+        try:
+            _forget(slug, data_dir, chroot)
+        except Exception:  # ZooKeeper out: the row is gone all the same, so say what is left behind
+            log.warning(
+                "lab %s deleted; its ZooKeeper chroot %s could not be removed: remove it by hand",
+                slug,
+                chroot,
+                exc_info=True,
+            )
+
+    transaction.on_commit(forget)
 
 
 # ---------------------------------------------------------------------------- the runtime

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import stat
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.conf import settings
@@ -12,7 +13,7 @@ from pytest_django.fixtures import Settings as SettingsWrapper
 
 from lab import labs
 from lab.engine.errors import IllegalArgument, InvalidConfig
-from lab.models import Lab
+from lab.models import Lab, LabPort
 from lab.runtime.manager import runtime
 from lab.visuals.frame import plog_key
 from lab.zookeeper_server import free_port
@@ -222,3 +223,22 @@ def test_the_lost_records_panel_shows_every_loss_and_keeps_it() -> None:
     for i in range(4):
         assert f"after-{i}" in html
     assert "reused" not in html
+
+
+def test_a_lab_deleted_with_its_owners_account_stops_and_its_files_and_ports_go(
+    settings: SettingsWrapper, django_capture_on_commit_callbacks: Any
+) -> None:
+    settings.LAB_ZOOKEEPER = ""
+    owner = make_user()
+    lab = make_lab(owner)
+    live = labs.live_of(lab)
+    live.ready.result(30)
+    data_dir = Path(lab.data_dir)
+    assert data_dir.exists()
+    assert LabPort.objects.filter(lab=lab).count() == 3
+    with django_capture_on_commit_callbacks(execute=True):
+        owner.delete()  # type: ignore[attr-defined]  # the lab goes with the account, not through delete_lab_data
+    assert runtime.get(lab.slug) is None
+    assert live.state == "stopped"
+    assert not data_dir.exists()
+    assert not LabPort.objects.exists()

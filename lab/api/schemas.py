@@ -275,7 +275,9 @@ class PartitionOut(Schema):
     under_replicated: bool
     logs: dict[str, dict[str, Any]] = Field(
         description="by broker id: log_start_offset (the log start: the oldest offset kept), high_watermark, "
-        "log_end_offset, leader_epoch, online, role"
+        "log_end_offset, leader_epoch, online, role, and producers: each idempotent producer this replica's "
+        "producer state knows (producer_id, producer_epoch, first_sequence and last_sequence of the batches it "
+        "keeps, last_offset)"
     )
 
 

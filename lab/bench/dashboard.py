@@ -19,7 +19,6 @@ data directory that is deleted afterwards.
 from __future__ import annotations
 
 import asyncio
-import base64
 import json
 import os
 import re
@@ -27,7 +26,6 @@ import secrets
 import shutil
 import signal
 import socket
-import struct
 import subprocess
 import sys
 import tempfile
@@ -35,6 +33,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from lab.bench._web import Socket, cpu_s, free_port, percentile
 
 CLIENTS = 100
 QUICK_CLIENTS = 10
@@ -109,65 +109,6 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(name)
 
 
-# ---------------------------------------------------------------------------- a small websocket client
-
-
-class Socket:
-    """Just enough of RFC 6455 for a reading client: handshake, text frames, pings."""
-
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self.reader = reader
-        self.writer = writer
-
-    @classmethod
-    async def connect(cls, port: int, path: str, cookie: str) -> Socket:
-        reader, writer = await asyncio.open_connection("127.0.0.1", port, limit=1 << 24)
-        key = base64.b64encode(secrets.token_bytes(16)).decode()
-        request = (
-            f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-            f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\nOrigin: http://127.0.0.1:{port}\r\n"
-            f"Cookie: sessionid={cookie}\r\n\r\n"
-        )
-        writer.write(request.encode())
-        await writer.drain()
-        status = await reader.readuntil(b"\r\n\r\n")
-        if not status.startswith(b"HTTP/1.1 101"):
-            raise ConnectionError(f"the server refused the websocket: {status.splitlines()[0]!r}")
-        return cls(reader, writer)
-
-    async def _send(self, opcode: int, payload: bytes) -> None:
-        mask = secrets.token_bytes(4)
-        masked = bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
-        length = len(payload)
-        header = struct.pack("!BB", 0x80 | opcode, 0x80 | length) if length < 126 else b""
-        self.writer.write(header + mask + masked)
-        await self.writer.drain()
-
-    async def receive(self) -> bytes:
-        """The next text message (continuation frames joined); answers pings on the way."""
-        parts: list[bytes] = []
-        while True:
-            first, second = await self.reader.readexactly(2)
-            opcode, length = first & 0x0F, second & 0x7F
-            if length == 126:
-                (length,) = struct.unpack("!H", await self.reader.readexactly(2))
-            elif length == 127:
-                (length,) = struct.unpack("!Q", await self.reader.readexactly(8))
-            payload = await self.reader.readexactly(length)
-            if opcode == 0x9:
-                await self._send(0xA, payload)
-                continue
-            if opcode == 0x8:
-                raise ConnectionError("the server closed the websocket")
-            if opcode in (0x1, 0x2, 0x0):
-                parts.append(payload)
-                if first & 0x80:
-                    return b"".join(parts)
-
-    def close(self) -> None:
-        self.writer.close()
-
-
 @dataclass
 class Watch:
     delays_ms: list[float] = field(default_factory=list)
@@ -235,13 +176,6 @@ async def _phase(port: int, path: str, cookie: str, clients: int, duration_s: fl
     return total, clock["end"] - clock["start"]
 
 
-def _percentile(values: list[float], q: float) -> float:
-    if not values:
-        return float("nan")
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q / 100 * len(ordered)))]
-
-
 # ---------------------------------------------------------------------------- the run
 
 
@@ -277,19 +211,6 @@ def _prepare(data_dir: Path) -> str:
     session.create()
     assert session.session_key is not None
     return session.session_key
-
-
-def _cpu_s(pid: int) -> float:
-    """CPU seconds (user + system) a process has used, from /proc."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def _serve(data_dir: Path, port: int) -> subprocess.Popen[bytes]:
@@ -336,13 +257,13 @@ def run(*, clients: int, duration_s: float) -> dict[str, Any]:
     server: subprocess.Popen[bytes] | None = None
     try:
         cookie = _prepare(data_dir)
-        port = _free_port()
+        port = free_port()
         server = _serve(data_dir, port)
-        cpu0, own0 = _cpu_s(server.pid), time.process_time()
+        cpu0, own0 = cpu_s(server.pid), time.process_time()
         lab, lab_s = asyncio.run(_phase(port, "/ws/labs/bench/", cookie, clients, duration_s))
-        cpu1, own1 = _cpu_s(server.pid), time.process_time()
+        cpu1, own1 = cpu_s(server.pid), time.process_time()
         fixed, fixed_s = asyncio.run(_phase(port, "/ws/bench/fixed/", cookie, clients, duration_s))
-        cpu2, _own2 = _cpu_s(server.pid), time.process_time()
+        cpu2, _own2 = cpu_s(server.pid), time.process_time()
     finally:
         if server is not None:
             server.send_signal(signal.SIGTERM)
@@ -352,19 +273,19 @@ def run(*, clients: int, duration_s: float) -> dict[str, Any]:
                 server.kill()
                 server.wait()
         shutil.rmtree(data_dir, ignore_errors=True)
-    p99 = _percentile(lab.delays_ms, 99)
-    base_p99 = _percentile(fixed.delays_ms, 99)
+    p99 = percentile(lab.delays_ms, 99)
+    base_p99 = percentile(fixed.delays_ms, 99)
     return {
         "bench": "dashboard_fanout",
         "clients": clients,
-        "p50_ms": round(_percentile(lab.delays_ms, 50), 2),
+        "p50_ms": round(percentile(lab.delays_ms, 50), 2),
         "p99_ms": round(p99, 2),
-        "event_p50_ms": round(_percentile(lab.event_delays_ms, 50), 2),
-        "event_p99_ms": round(_percentile(lab.event_delays_ms, 99), 2),
+        "event_p50_ms": round(percentile(lab.event_delays_ms, 50), 2),
+        "event_p99_ms": round(percentile(lab.event_delays_ms, 99), 2),
         "frames_per_s": round(lab.frames / clients / lab_s, 2),
         "frame_bytes_avg": round(lab.bytes / max(1, lab.frames)),
         "baseline": "fixed_2kb_fanout",
-        "baseline_p50_ms": round(_percentile(fixed.delays_ms, 50), 2),
+        "baseline_p50_ms": round(percentile(fixed.delays_ms, 50), 2),
         "baseline_p99_ms": round(base_p99, 2),
         "baseline_frames_per_s": round(fixed.frames / clients / fixed_s, 2),
         "ratio": round(p99 / base_p99, 2) if base_p99 > 0 else None,

@@ -10,9 +10,12 @@ class ClassroomConfig(AppConfig):
     def ready(self) -> None:
         from django.db.models.signals import post_delete, post_save
 
-        from lab.classroom import content
+        from lab.classroom import commands, content
         from lab.classroom.attach import register_fragments
         from lab.classroom.models import ExerciseDefinition
+
+        # What the classroom asks of a lab: named commands (lab.runtime.actions), registered once.
+        assert commands.COMMANDS
 
         # The live fragments the classroom adds to lab pages (exercise checks, scenario player, demo banner).
         register_fragments()

@@ -1,31 +1,37 @@
 """Hooking the classroom into live labs: exercise grading, the scenario player and the demo banner.
 
-Each ``ensure_*`` finds the lab's running ``LiveLab`` (starting it if need be) and makes sure the
-hook and the view are on it, once per running lab: a lab restarted in this process gets them again
-the next time someone opens its page. What the hooks learn that must outlive the process (a passed
-check, the start snapshot, the spec the setup built) is saved by one background thread, never by
-the driver thread itself, which must not wait on the database.
+Two sides. The web side's ``ensure_*`` (a page, a view, the server's boot) asks the lab, with a
+named command (``lab.classroom.commands``: JSON arguments, no closure), to have the hook and the
+view on it; it does not wait for the answer. The lab side (``hook_*``, ``demo_*``) runs those
+commands on the lab's driver thread: it keeps the sessions, players and banners of the labs that
+run in this process, once per running lab (a lab restarted gets them again the next time someone
+opens its page), so they live where the lab lives, whichever process that is. What the hooks learn
+that must outlive the process (a passed check, the start snapshot, the spec the setup built) is
+saved by one background thread of the lab's process, never by the driver thread itself, which must
+not wait on the database.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from django.db import close_old_connections
 from django.utils import timezone
 
-from lab.classroom import content
 from lab.classroom.grading import ExerciseSession
 from lab.classroom.models import Demo, ExerciseProgress, ScenarioLab
 from lab.classroom.player import ScenarioPlayer
+from lab.engine.errors import IllegalState
+from lab.exercises.format import Exercise
 from lab.labs import live_of, register_fragment, save_spec
 from lab.models import Lab
 from lab.runtime.live import LiveLab
+from lab.scenarios.format import Scenario
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +79,7 @@ def save_later(job: Callable[[], None]) -> Future[None]:
     return executor.submit(run)
 
 
-# ---------------------------------------------------------------------------- which hooks run where
+# ---------------------------------------------------------------------------- the lab side (driver thread)
 
 _lock = threading.Lock()
 _exercises: dict[str, tuple[LiveLab, ExerciseSession]] = {}
@@ -94,43 +100,64 @@ def player(slug: str) -> ScenarioPlayer | None:
     return found[1] if found is not None else None
 
 
-def ensure_exercise(progress: ExerciseProgress, *, fresh: bool = False) -> ExerciseSession | None:
-    """The grading session on the progress's lab (hooked in now if it is not); None if the lab or
-    the exercise is gone. ``fresh``: the lab was just made, so the setup plays from its first step."""
-    lab = progress.lab
-    exercise = content.exercise(progress.exercise)
-    if lab is None or exercise is None:
-        return None
-    live = live_of(lab)
+def exercise_on(lab: LiveLab) -> ExerciseSession | None:
+    """The exercise session hooked into this very lab (not an earlier run of its slug)."""
     with _lock:
         found = _exercises.get(lab.slug)
-        if found is not None and found[0] is live and not fresh:
-            return found[1]
-        progress_id, lab_id = progress.pk, lab.pk
+    return found[1] if found is not None and found[0] is lab else None
 
-        def on_pass(index: int, when: str, complete: bool) -> None:
-            save_later(lambda: _save_pass(progress_id, index, when, complete))
 
-        def on_start(snapshot: dict[str, Any], running: LiveLab) -> None:
-            spec = running.spec
-            save_later(lambda: _save_start(progress_id, lab_id, snapshot, spec))
+def player_on(lab: LiveLab) -> ScenarioPlayer | None:
+    with _lock:
+        found = _players.get(lab.slug)
+    return found[1] if found is not None and found[0] is lab else None
 
-        session = ExerciseSession(
-            exercise,
-            lab=lab.slug,
-            passed=None if fresh else {int(k): str(v) for k, v in (progress.checks or {}).items()},
-            start=None if fresh else (progress.start or None),
-            on_pass=on_pass,
-            on_start=on_start,
-        )
-        _exercises[lab.slug] = (live, session)
-    live.add_tick_hook(EXERCISE_HOOK, session.tick, busy=lambda: session.busy)
-    live.add_view(EXERCISE_VIEW, lambda _lab: session.view)
+
+def hook_exercise(
+    lab: LiveLab,
+    exercise: Exercise,
+    *,
+    progress_id: int,
+    lab_id: int,
+    passed: Mapping[int, str],
+    start: Mapping[str, Any],
+    fresh: bool,
+) -> ExerciseSession:
+    """The grading session on ``lab`` (hooked in now if it is not, or if ``fresh``: the lab was just
+    made, so the setup plays from its first step). Driver thread: the command ``classroom.exercise``."""
+    found = exercise_on(lab)
+    if found is not None and found.exercise.slug == exercise.slug and not fresh:
+        return found
+
+    slug = lab.slug
+
+    def on_pass(index: int, when: str, complete: bool) -> None:
+        save_later(lambda: _save_pass(progress_id, slug, index, when, complete))
+
+    def on_start(snapshot: dict[str, Any], running: LiveLab) -> None:
+        spec = running.spec
+        save_later(lambda: _save_start(progress_id, lab_id, slug, snapshot, spec))
+
+    session = ExerciseSession(
+        exercise,
+        lab=lab.slug,
+        passed=None if fresh else passed,
+        start=None if fresh else (start or None),
+        on_pass=on_pass,
+        on_start=on_start,
+    )
+    with _lock:
+        _exercises[lab.slug] = (lab, session)
+    lab.add_tick_hook(EXERCISE_HOOK, session.tick, busy=lambda: session.busy)
+    lab.add_view(EXERCISE_VIEW, lambda _lab: session.view)
     return session
 
 
-def _save_pass(progress_id: int, index: int, when: str, complete: bool) -> None:
-    progress = ExerciseProgress.objects.filter(pk=progress_id).first()
+# The rows are named by the command's arguments: only those of this very lab are written.
+
+
+def _save_pass(progress_id: int, slug: str, index: int, when: str, complete: bool) -> None:
+    progress = ExerciseProgress.objects.filter(pk=progress_id, lab__slug=slug).first()
     if progress is None:
         return
     checks = dict(progress.checks or {})
@@ -143,32 +170,25 @@ def _save_pass(progress_id: int, index: int, when: str, complete: bool) -> None:
     progress.save(update_fields=fields)
 
 
-def _save_start(progress_id: int, lab_id: int, snapshot: dict[str, Any], spec: Any) -> None:
-    ExerciseProgress.objects.filter(pk=progress_id).update(start=snapshot)
-    lab = Lab.objects.filter(pk=lab_id).first()
+def _save_start(progress_id: int, lab_id: int, slug: str, snapshot: dict[str, Any], spec: Any) -> None:
+    ExerciseProgress.objects.filter(pk=progress_id, lab__slug=slug).update(start=snapshot)
+    lab = Lab.objects.filter(pk=lab_id, slug=slug).first()
     if lab is not None:
         save_spec(lab, spec)
 
 
-def ensure_player(scenario_lab: ScenarioLab) -> ScenarioPlayer | None:
-    """The scenario player on the lab (a new one, at the first step, if this process has none)."""
-    scenario = content.scenario(scenario_lab.scenario)
-    if scenario is None:
-        return None
-    lab = scenario_lab.lab
-    live = live_of(lab)
+def hook_player(lab: LiveLab, scenario: Scenario) -> ScenarioPlayer:
+    """The scenario player on ``lab`` (a new one, at the first step, if it has none). Driver thread:
+    the command ``classroom.scenario``."""
+    found = player_on(lab)
+    if found is not None and found.scenario.slug == scenario.slug:
+        return found
+    made = ScenarioPlayer(scenario, lab=lab.slug)
     with _lock:
-        found = _players.get(lab.slug)
-        if found is not None and found[0] is live:
-            return found[1]
-        made = ScenarioPlayer(scenario, lab=lab.slug)
-        _players[lab.slug] = (live, made)
-    live.add_tick_hook(PLAYER_HOOK, made.tick, busy=lambda: made.busy)
-    live.add_view(PLAYER_VIEW, lambda _lab: made.view)
+        _players[lab.slug] = (lab, made)
+    lab.add_tick_hook(PLAYER_HOOK, made.tick, busy=lambda: made.busy)
+    lab.add_view(PLAYER_VIEW, lambda _lab: made.view)
     return made
-
-
-# ---------------------------------------------------------------------------- the demo banner
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -188,52 +208,105 @@ def demo_view(slug: str) -> DemoView | None:
         return _demos.get(slug)
 
 
-def set_demo_view(view: DemoView) -> None:
-    with _lock:
-        _demos[view.lab] = view
-
-
-def ensure_demo(demo: Demo) -> LiveLab:
-    """The demo's lab, live, with the banner view on it."""
-    lab = demo.lab
-    live = live_of(lab)
-    with _lock:
-        current = _demos.get(lab.slug)
-        if current is None or current.code != demo.join_code or current.active != demo.active:
-            _demos[lab.slug] = DemoView(
-                lab=lab.slug,
-                code=demo.join_code,
-                active=demo.active,
-                copies=current.copies if current else 0,
-                copies_ready=current.copies_ready if current else 0,
-                copied_at=current.copied_at if current else "",
-            )
+def demo_hook(lab: LiveLab, *, code: str, active: bool) -> DemoView:
+    """The banner on a demo's lab, with its code and whether it runs (the copies counted so far are
+    kept). Driver thread: the command ``classroom.demo``."""
     slug = lab.slug
-    live.add_view(DEMO_VIEW, lambda _lab: demo_view(slug))
+    with _lock:
+        current = _demos.get(slug)
+        view = (
+            replace(current, code=code, active=active)
+            if current is not None
+            else DemoView(lab=slug, code=code, active=active, copies=0, copies_ready=0, copied_at="")
+        )
+        _demos[slug] = view
+    lab.add_view(DEMO_VIEW, lambda _lab: demo_view(slug))
+    return view
+
+
+def demo_copies(lab: LiveLab, *, copies: int, copied_at: str) -> DemoView:
+    """Copies were handed out: none of them ready yet. Driver thread: ``classroom.demo-copies``."""
+    return _change_demo(lab, lambda view: replace(view, copies=copies, copies_ready=0, copied_at=copied_at))
+
+
+def demo_copy_ready(lab: LiveLab) -> DemoView:
+    """One more copy is filled. Driver thread (``classroom.demo-copy-ready``): one at a time, so no
+    count is lost when two copies finish together."""
+    return _change_demo(lab, lambda view: replace(view, copies_ready=view.copies_ready + 1))
+
+
+def _change_demo(lab: LiveLab, change: Callable[[DemoView], DemoView]) -> DemoView:
+    with _lock:
+        view = _demos.get(lab.slug)
+        if view is None:
+            raise IllegalState(f"lab {lab.slug} shows no demo banner")
+        _demos[lab.slug] = view = change(view)
+    return view
+
+
+# ---------------------------------------------------------------------------- the web side (commands)
+
+
+def ask(live: LiveLab, name: str, args: dict[str, Any]) -> Future[Any]:
+    """Ask the lab for ``name`` without waiting; a refusal is logged (the page shows what the lab has)."""
+    future = live.act(name, args)
+
+    def done(f: Future[Any]) -> None:
+        error = f.exception()
+        if error is not None:
+            log.warning("classroom: %s on lab %s failed: %s", name, live.slug, error)
+
+    future.add_done_callback(done)
+    return future
+
+
+def ensure_exercise(progress: ExerciseProgress, *, fresh: bool = False) -> LiveLab | None:
+    """Ask the progress's lab to grade the exercise (``classroom.exercise``); None if the lab is gone.
+    ``fresh``: the lab was just made, so the setup plays from its first step."""
+    lab = progress.lab
+    if lab is None:
+        return None
+    live = live_of(lab)
+    args: dict[str, Any] = {
+        "exercise": progress.exercise,
+        "progress": progress.pk,
+        "lab": lab.pk,
+        "passed": {str(k): str(v) for k, v in (progress.checks or {}).items()},
+        "start": dict(progress.start or {}),
+        "fresh": fresh,
+    }
+    ask(live, "classroom.exercise", args)
     return live
 
 
-def bump_copies_ready(slug: str) -> None:
-    with _lock:
-        view = _demos.get(slug)
-        if view is not None:
-            _demos[slug] = DemoView(
-                lab=view.lab,
-                code=view.code,
-                active=view.active,
-                copies=view.copies,
-                copies_ready=view.copies_ready + 1,
-                copied_at=view.copied_at,
-            )
+def ensure_player(scenario_lab: ScenarioLab) -> LiveLab:
+    """Ask the lab to have the scenario's player (``classroom.scenario``)."""
+    live = live_of(scenario_lab.lab)
+    ask(live, "classroom.scenario", {"scenario": scenario_lab.scenario})
+    return live
 
 
-def reattach_all() -> None:
-    """After a server start: hook the classroom back into every lab that had it (make run's boot)."""
-    for progress in ExerciseProgress.objects.filter(lab__isnull=False, completed__isnull=True).select_related(
-        "lab"
-    ):
+def ensure_demo(demo: Demo) -> LiveLab:
+    """The demo's lab, live, asked to show the banner with the demo's code (``classroom.demo``)."""
+    live = live_of(demo.lab)
+    ask(live, "classroom.demo", {"code": demo.join_code, "active": demo.active})
+    return live
+
+
+def reattach_all(slugs: Collection[str] | None = None) -> None:
+    """Hook the classroom back into every lab that had it (make run's boot), or into the labs
+    ``slugs`` only: a process that starts a lab again (another worker taking it over) calls this, since
+    the pages already watching it send nothing until they are opened again."""
+    progresses = ExerciseProgress.objects.filter(lab__isnull=False, completed__isnull=True)
+    scenario_labs = ScenarioLab.objects.all()
+    demos = Demo.objects.filter(active=True)
+    if slugs is not None:
+        progresses = progresses.filter(lab__slug__in=slugs)
+        scenario_labs = scenario_labs.filter(lab__slug__in=slugs)
+        demos = demos.filter(lab__slug__in=slugs)
+    for progress in progresses.select_related("lab"):
         ensure_exercise(progress)
-    for scenario_lab in ScenarioLab.objects.select_related("lab"):
+    for scenario_lab in scenario_labs.select_related("lab"):
         ensure_player(scenario_lab)
-    for demo in Demo.objects.filter(active=True).select_related("lab"):
+    for demo in demos.select_related("lab"):
         ensure_demo(demo)

@@ -10,18 +10,19 @@ from __future__ import annotations
 import logging
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from django.db import close_old_connections, transaction
 
 from lab.classroom import attach
-from lab.classroom.copying import DemoState, fill
+from lab.classroom.copying import DemoState
 from lab.classroom.grading import now_iso
 from lab.classroom.models import Demo, DemoCopy
 from lab.labs import create_lab, live_of, save_spec
 from lab.limits import LabLimitReached
 from lab.models import Lab
+from lab.runtime.live import LiveLab
 
 log = logging.getLogger(__name__)
 
@@ -82,27 +83,27 @@ def refusals_in_words(refused: list[Refused]) -> str:
     return f"Not handed a copy: {'; '.join(parts)}."
 
 
-def fill_later(demo: Demo, state: DemoState, copies: list[DemoCopy]) -> list[Future[str]]:
-    """Start and fill each copy in the background; the futures hold what happened, in words."""
-    slug = demo.lab.slug
-    view = attach.demo_view(slug)
-    if view is not None:
-        attach.set_demo_view(replace(view, copies=len(copies), copies_ready=0, copied_at=now_iso()))
-    return [_pool().submit(_fill_one, slug, copy.pk, copy.lab_id, state) for copy in copies]
+def fill_later(demo: Demo, state: dict[str, Any], copies: list[DemoCopy]) -> list[Future[str]]:
+    """Start and fill each copy in the background (``state``: the demo's, as ``classroom.read-state``
+    answered it); the demo's banner counts the copies ready. The futures hold what happened, in words."""
+    demo_live = live_of(demo.lab)
+    attach.ask(demo_live, "classroom.demo-copies", {"copies": len(copies), "copied_at": now_iso()})
+    return [_pool().submit(_fill_one, demo_live, copy.pk, copy.lab_id, state) for copy in copies]
 
 
-def _fill_one(demo_slug: str, copy_id: int, lab_id: int, state: DemoState) -> str:
+def _fill_one(demo_live: LiveLab, copy_id: int, lab_id: int, state: dict[str, Any]) -> str:
     try:
         lab = Lab.objects.get(pk=lab_id)
         live = live_of(lab)
-        live.ready.result(READY_TIMEOUT_S)
-        result = str(live.submit(lambda running: fill(running, state)).result(FILL_TIMEOUT_S))
+        # The command waits for the copy's cluster to start, then for its records and offsets.
+        args: dict[str, Any] = {"state": state}
+        result = str(live.act("classroom.fill", args).result(READY_TIMEOUT_S + FILL_TIMEOUT_S))
         save_spec(lab, live.spec)
-        attach.bump_copies_ready(demo_slug)
+        attach.ask(demo_live, "classroom.demo-copy-ready", {})
         return result
     except Exception as error:
         text = f"{getattr(error, 'name', type(error).__name__)}: {getattr(error, 'message', error)}"
-        log.warning("classroom: copy %s of demo %s failed: %s", copy_id, demo_slug, text)
+        log.warning("classroom: copy %s of demo %s failed: %s", copy_id, demo_live.slug, text)
         DemoCopy.objects.filter(pk=copy_id).update(error=text)
         raise
     finally:

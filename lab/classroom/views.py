@@ -9,7 +9,6 @@ never holds the server's one thread for sync views.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -27,7 +26,7 @@ from django.views.decorators.http import require_GET, require_POST
 from lab import access
 from lab.accounts import throttle
 from lab.accounts.models import Role
-from lab.classroom import attach, content, copying, handout
+from lab.classroom import attach, commands, content, copying, handout
 from lab.classroom.models import CODE_ALPHABET, Demo, DemoCopy, DemoViewer, ExerciseProgress, ScenarioLab
 from lab.engine.errors import IllegalArgument, KafkaError
 from lab.exercises.format import Exercise
@@ -197,24 +196,18 @@ async def exercise_restart(request: HttpRequest, exercise: str) -> HttpResponse:
     )
     if progress is None or progress.lab is None:
         return redirect("classroom:exercise", exercise=found.slug)
-    session = await asyncio.to_thread(attach.ensure_exercise, progress)
-    live: LiveLab = await asyncio.to_thread(live_of, progress.lab)
+    # The session is hooked first (commands run in order), so the start-over finds it on the lab.
+    live = await asyncio.to_thread(attach.ensure_exercise, progress)
+    if live is None:
+        return redirect("classroom:exercise", exercise=found.slug)
     progress.checks, progress.start, progress.completed = {}, {}, None
     await progress.asave(update_fields=["checks", "start", "completed"])
-
-    def start_over(lab: LiveLab) -> str:
-        from dataclasses import replace
-
-        lab.update_spec(replace(lab.spec, topics=(), clients=()))
-        lab.reset_now()
-        if session is not None:
-            session.restart()
-        return "A fresh cluster: the exercise's setup plays again."
-
     try:
-        await asyncio.wait_for(asyncio.wrap_future(live.submit(start_over)), WAIT_S)
+        await asyncio.wait_for(asyncio.wrap_future(live.act("classroom.start-over", {})), WAIT_S)
     except KafkaError as error:
         return _toast(False, f"{error.name}: {error.message}", status=409)
+    except TimeoutError:
+        return _toast(False, f"The lab did not answer within {WAIT_S:g} s.", status=504)
     await sync_to_async(_save_lab_spec)(progress.lab, live)
     return redirect(progress.lab.get_absolute_url())
 
@@ -362,17 +355,18 @@ async def demo_copy(request: HttpRequest, slug: str) -> HttpResponse:
         return _toast(False, "Nobody has joined the demo yet: there is no one to hand a copy to.", status=409)
     live: LiveLab = await asyncio.to_thread(live_of, lab)
     try:
-        state = await asyncio.wait_for(asyncio.wrap_future(live.submit(copying.read_state)), WAIT_S)
+        answer = await asyncio.wait_for(asyncio.wrap_future(live.act("classroom.read-state", {})), WAIT_S)
     except KafkaError as error:
         return _toast(False, f"{error.name}: {error.message}", status=409)
     except TimeoutError:
         return _toast(False, f"The lab did not answer within {WAIT_S:g} s.", status=504)
+    state = copying.state_from_json(answer)
     copies, refused = await sync_to_async(handout.make_copies)(demo, state, viewers)
     not_handed = handout.refusals_in_words(refused)
     if not copies:
         return _toast(False, f"No student got a copy. {not_handed}", status=409)
     await asyncio.to_thread(attach.ensure_demo, demo)  # the banner that counts the copies ready
-    handout.fill_later(demo, state, copies)
+    await asyncio.to_thread(handout.fill_later, demo, answer, copies)
     skipped = f" Not copied (no leader): {'; '.join(state.skipped)}." if state.skipped else ""
     return _toast(
         not refused,
@@ -507,15 +501,6 @@ def scenario_open(request: HttpRequest, scenario: str) -> HttpResponse:
     return redirect(lab.get_absolute_url())
 
 
-PLAYER_ACTIONS: dict[str, Callable[[Any, LiveLab], str]] = {
-    "play": lambda p, lab: p.play(lab),
-    "pause": lambda p, lab: p.pause(lab),
-    "step": lambda p, lab: p.step(lab),
-    "restart": lambda p, lab: p.restart(lab),
-    "cancel": lambda p, lab: p.cancel(lab),
-}
-
-
 @require_POST
 async def scenario_control(request: HttpRequest, slug: str, action: str) -> HttpResponse:
     """Play, pause, step, cancel or restart the scenario on a lab (its owner only)."""
@@ -525,19 +510,18 @@ async def scenario_control(request: HttpRequest, slug: str, action: str) -> Http
             return _toast(False, "You are logged out: reload the page and log in.", status=401)
         return redirect_to_login(request.get_full_path())
     lab: Lab = await sync_to_async(access.lab_for)(user, slug, act=True)
-    if action not in PLAYER_ACTIONS:
+    if action not in commands.PLAYER_ACTIONS:
         raise Http404(f"no scenario control named {action}")
     scenario_lab = await ScenarioLab.objects.select_related("lab").filter(lab=lab).afirst()
     if scenario_lab is None:
         raise Http404("This lab has no scenario.")
-    player = await asyncio.to_thread(attach.ensure_player, scenario_lab)
-    if player is None:
+    if await asyncio.to_thread(content.scenario, scenario_lab.scenario) is None:
         return _toast(False, f"The scenario {scenario_lab.scenario} is gone or does not parse.", status=409)
-    live: LiveLab = await asyncio.to_thread(live_of, lab)
-    control = PLAYER_ACTIONS[action]
+    # The player is hooked first (commands run in order), so the control finds it on the lab.
+    live: LiveLab = await asyncio.to_thread(attach.ensure_player, scenario_lab)
     try:
         text = await asyncio.wait_for(
-            asyncio.wrap_future(live.submit(lambda running: control(player, running))), WAIT_S
+            asyncio.wrap_future(live.act("classroom.player", {"action": action})), WAIT_S
         )
     except KafkaError as error:
         return _toast(False, f"{error.name}: {error.message}", status=409)

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from lab.engine import errors
 from lab.engine import protocol as p
+from lab.engine.acl_store import AclStore
 from lab.engine.assignment import place_replicas
 from lab.engine.config import BROKER_KEYS, TOPIC_KEYS, ConfigKey, validate_topic_config
 from lab.engine.errors import (
@@ -441,6 +442,9 @@ class AdminManager:
             p.AlterPartitionReassignmentsRequest: self._alter_reassignments,
             p.ListPartitionReassignmentsRequest: self._list_reassignments,
             p.DescribeLogDirsRequest: self._describe_log_dirs,
+            p.CreateAclsRequest: self._create_acls,
+            p.DescribeAclsRequest: self._describe_acls,
+            p.DeleteAclsRequest: self._delete_acls,
         }
 
     def handler(self, body: Any) -> Callable[[Envelope], None] | None:
@@ -853,6 +857,55 @@ class AdminManager:
             removing = tuple(r for r in current if r not in target)
             out[tp] = p.OngoingReassignment(replicas=current, adding=adding, removing=removing)
         return p.ListPartitionReassignmentsResponse(reassignments=out)
+
+    # ACLs (any broker, through the authorizer's store; Kafka's SECURITY_DISABLED without one)
+
+    def _acls(self) -> AclStore:
+        if not self.broker.config.values.get("authorizer.class.name"):
+            raise errors.SecurityDisabled(
+                f"broker {self.broker.id} has no authorizer (authorizer.class.name is empty, Kafka's default): "
+                "it keeps no ACLs; make the lab with authorizer.class.name=kafka.security.authorizer.AclAuthorizer"
+            )
+        return AclStore(self.broker._zk())
+
+    async def _create_acls(self, req: p.CreateAclsRequest) -> p.CreateAclsResponse:
+        """Each binding on its own, as Kafka answers CreateAcls: a bad one fails alone."""
+        results: list[p.ErrorResult] = []
+        for binding in req.bindings:
+            try:
+                await self._acls().create([binding])
+            except KafkaError as error:
+                results.append(p.ErrorResult(error=error.name, message=error.message))
+            else:
+                results.append(p.ErrorResult())
+        if any(r.error is None for r in results):
+            self.broker.journal(
+                "acls_created",
+                f"broker {self.broker.id} stored {sum(r.error is None for r in results)} ACL(s): "
+                + "; ".join(str(b) for b, r in zip(req.bindings, results, strict=True) if r.error is None),
+            )
+        return p.CreateAclsResponse(results=tuple(results))
+
+    async def _describe_acls(self, req: p.DescribeAclsRequest) -> p.DescribeAclsResponse:
+        try:
+            found = await self._acls().describe(req.filter)
+        except KafkaError as error:
+            return p.DescribeAclsResponse(error=error.name, message=error.message)
+        return p.DescribeAclsResponse(bindings=tuple(found))
+
+    async def _delete_acls(self, req: p.DeleteAclsRequest) -> p.DeleteAclsResponse:
+        try:
+            removed = await self._acls().delete(req.filters)
+        except KafkaError as error:
+            failed = p.DeleteAclsResult(error=error.name, message=error.message)
+            return p.DeleteAclsResponse(results=tuple(failed for _ in req.filters))
+        gone = [b for r in removed for b in r]
+        if gone:
+            self.broker.journal(
+                "acls_deleted",
+                f"broker {self.broker.id} deleted {len(gone)} ACL(s): " + "; ".join(str(b) for b in gone),
+            )
+        return p.DeleteAclsResponse(results=tuple(p.DeleteAclsResult(bindings=tuple(r)) for r in removed))
 
     # DescribeLogDirs (any broker: its own)
 

@@ -225,6 +225,9 @@ class Broker:
         from lab.engine.admin import AdminManager
 
         self.admin = AdminManager(self)
+        from lab.engine.producer_ids import ProducerIdManager
+
+        self.producer_ids = ProducerIdManager(self)
         self.cluster_id: str | None = None
         self._watches = _Watches()
         self._jobs = SerialQueue(self._job_failed)
@@ -589,7 +592,7 @@ class Broker:
 
     def _extra_handler(self, body: Any) -> Callable[[Broker, Envelope], None] | None:
         """Requests served beyond replication: the group coordinator's."""
-        handler = self.groups.handler(body) or self.admin.handler(body)
+        handler = self.groups.handler(body) or self.admin.handler(body) or self.producer_ids.handler(body)
         if handler is None:
             return None
         return lambda _broker, env: handler(env)

@@ -34,6 +34,8 @@ from lab.engine.protocol import (
     FetchPartition,
     FetchRequest,
     FetchResponse,
+    InitProducerIdRequest,
+    InitProducerIdResponse,
     ListOffsetsRequest,
     ListOffsetsResponse,
     MetadataRequest,
@@ -42,8 +44,17 @@ from lab.engine.protocol import (
     ProduceRequest,
     ProduceResponse,
 )
-from lab.engine.records import BatchBuilder, Compression, iter_records, record_size
+from lab.engine.records import (
+    NO_PRODUCER_EPOCH,
+    NO_PRODUCER_ID,
+    NO_SEQUENCE,
+    BatchBuilder,
+    Compression,
+    iter_records,
+    record_size,
+)
 from lab.engine.scheduler import Scheduler, Timer
+from lab.engine.storage.producer_state import increment_sequence
 from lab.engine.tasks import _UNSET, Pending
 
 # ---------------------------------------------------------------------------- shared
@@ -441,6 +452,22 @@ class Producer(_Client):
         self.retried = 0
         self.topics: list[str] = []  # the topics it has written to, in the order it first did
         self._unacknowledged_by_design = 0  # acks=0: answered at once, never acknowledged
+        # Idempotence (Kafka's TransactionManager for a producer without transactional.id): the id and
+        # epoch InitProducerId gave, and per partition the next sequence, the last one acknowledged and
+        # the base sequences sent but not answered for good (in flight, or waiting to be retried).
+        self.idempotent = settings.flag("enable.idempotence")
+        self.producer_id = NO_PRODUCER_ID
+        self.producer_epoch = NO_PRODUCER_EPOCH
+        self._init_in_flight = False
+        self._init_attempts = 0
+        self._next_sequence: dict[TopicPartition, int] = {}
+        self._last_acked_sequence: dict[TopicPartition, int] = {}
+        self._unresolved: dict[TopicPartition, list[int]] = {}
+        # Per partition, the batches in flight by base sequence: the leader and the request carrying them.
+        self._sent: dict[TopicPartition, dict[int, tuple[BrokerId, int]]] = {}
+        # A batch with a sequence failed for good: what follows it would be out of sequence, so once
+        # nothing is unresolved the producer bumps its epoch and numbers from 0 again (KIP-360).
+        self._epoch_bump_needed = False
 
     # API
 
@@ -714,6 +741,9 @@ class Producer(_Client):
             return
         self._settle_fast()
         now = self.scheduler.now_ms
+        # Without its producer id an idempotent producer only expires batches: InitProducerId is on
+        # its way and kicks the sender when answered.
+        sending = not self.idempotent or self._maybe_init_producer_id()
         by_leader: dict[BrokerId, dict[TopicPartition, _ProducerBatch]] = {}
         next_ms: int | None = None
         need_metadata: set[str] = set()
@@ -727,7 +757,7 @@ class Producer(_Client):
                     available.append(partition)
                     sizes.append(len(queue))
                 self._expire_batches(info, partition, now)
-                if not queue:
+                if not queue or not sending:
                     continue
                 if leader is None:
                     need_metadata.add(topic)
@@ -750,6 +780,8 @@ class Producer(_Client):
                 self._ready_ms[leader] = now
                 if leader not in by_leader and self._in_flight.get(leader, 0) >= self.max_in_flight:
                     continue  # it cannot take more now: only its ready time moves on
+                if self.idempotent and not self._may_drain(tp, batch):
+                    continue
                 self._drain_ms[leader] = now
                 by_leader.setdefault(leader, {})[tp] = batch
             if self.adaptive and len(info.used) == len(info.tps):
@@ -785,6 +817,8 @@ class Producer(_Client):
             if info.open[tp.partition] is batch:
                 info.open[tp.partition] = None  # sent before it filled (linger.ms passed, or a flush)
             if batch.data is None:
+                if self.idempotent:
+                    self._set_sequence(tp, batch)
                 batch.data = batch.build()
             batch.attempts += 1
             partitions[tp] = batch.data
@@ -799,19 +833,27 @@ class Producer(_Client):
             self._kick(0)
             return
         self._in_flight[leader] = self._in_flight.get(leader, 0) + 1
-        self.endpoint.request(
+        cid = self.endpoint.request(
             leader,
             request,
             lambda r: self._on_response(leader, batches, r),
             timeout_ms=self.request_timeout_ms,
         )
+        if self.idempotent:
+            for tp, batch in batches.items():
+                self._sent.setdefault(tp, {})[batch.base_sequence] = (leader, cid)
 
     def _on_response(
         self, leader: BrokerId, batches: dict[TopicPartition, _ProducerBatch], response: Any
     ) -> None:
         self._in_flight[leader] = max(0, self._in_flight.get(leader, 0) - 1)
         now = self.scheduler.now_ms
+        unanswered: set[int] = set()
         for tp, batch in batches.items():
+            if self.idempotent:
+                sent = self._sent.get(tp)
+                if sent is not None:
+                    sent.pop(batch.base_sequence, None)
             if isinstance(response, KafkaError):
                 error: KafkaError | None = response
                 base = -1
@@ -824,19 +866,44 @@ class Producer(_Client):
                     error, base = errors.from_wire(result.error, result.message), -1
                 else:
                     error, base = None, result.base_offset
+            in_time = batch.attempts <= self.retries and now - batch.created_ms < self.delivery_timeout_ms
             if error is None:
+                if self.idempotent:
+                    unanswered |= self._answers_lost_before(tp, batch)
                 self._complete(batch, base)
-            elif (
-                error.retriable
-                and batch.attempts <= self.retries
-                and now - batch.created_ms < self.delivery_timeout_ms
-            ):
+            elif self.idempotent and error.name == "OUT_OF_ORDER_SEQUENCE_NUMBER" and in_time:
+                self._out_of_sequence(batch, error)
+            elif error.retriable and in_time:
                 self._retry(batch, error)
             else:
                 self._fail(batch, error)
+        for cid in sorted(unanswered):
+            self.endpoint.abort(
+                cid,
+                errors.NetworkException(
+                    "the answer to a later batch came first, so this one's was lost on the way (Kafka's "
+                    "connection would have closed): retried, and the leader knows it if it wrote it"
+                ),
+            )
         self._kick(0)
 
+    def _answers_lost_before(self, tp: TopicPartition, batch: _ProducerBatch) -> set[int]:
+        """The requests still waiting for an answer that carry a batch of ``tp`` before ``batch``.
+
+        A leader answers one partition's batches in order (Kafka's connection even answers its
+        requests in order), so those answers were lost. Kafka's client would see its connection
+        drop and retry them at once, while the leader still keeps them among its last five batches.
+        """
+        sent = self._sent.get(tp)
+        if not sent:
+            return set()
+        return {cid for seq, (_leader, cid) in sent.items() if seq < batch.base_sequence}
+
     def _complete(self, batch: _ProducerBatch, base_offset: int) -> None:
+        if batch.base_sequence >= 0:
+            tp = batch.tp
+            self._resolved(tp, batch)
+            self._last_acked_sequence[tp] = increment_sequence(batch.base_sequence, batch.record_count - 1)
         self.host.ledger.record_batch(
             self.client_id,
             batch.tp,
@@ -852,7 +919,15 @@ class Producer(_Client):
     def _retry(self, batch: _ProducerBatch, error: KafkaError) -> None:
         self.retried += batch.record_count
         batch.retry_at_ms = self.scheduler.now_ms + self.retry_backoff_ms
-        self._topics[batch.tp.topic].queues[batch.tp.partition].appendleft(batch)
+        queue = self._topics[batch.tp.topic].queues[batch.tp.partition]
+        if batch.base_sequence < 0:
+            queue.appendleft(batch)
+        else:
+            # Kafka's insertInSequenceOrder: retries go out in the order of their sequences.
+            at = 0
+            while at < len(queue) and 0 <= queue[at].base_sequence < batch.base_sequence:
+                at += 1
+            queue.insert(at, batch)
         if batch.attempts == 1:
             self.host.journal.record(
                 "produce_retry",
@@ -873,6 +948,10 @@ class Producer(_Client):
             self.metadata.need([batch.tp.topic])
 
     def _fail(self, batch: _ProducerBatch, error: KafkaError) -> None:
+        if batch.base_sequence >= 0:
+            # Written or not, nobody knows: the sequences after it cannot follow. A new epoch can.
+            self._resolved(batch.tp, batch)
+            self._epoch_bump_needed = True
         batch.result.fail(error)
         if self.acks != 0:
             self.failed += batch.record_count
@@ -883,6 +962,133 @@ class Producer(_Client):
             partition=batch.tp.partition,
             client=self.client_id,
             error=error.name,
+        )
+
+    # Idempotence (Kafka's TransactionManager, for a producer without transactional.id).
+
+    def _maybe_init_producer_id(self) -> bool:
+        """True once batches may go out: the producer has an id and no epoch bump is due."""
+        if self._epoch_bump_needed and not any(self._unresolved.values()):
+            self._bump_epoch()
+        if self.producer_id >= 0:
+            return True
+        if not self._init_in_flight:
+            self._init_producer_id()
+        return False
+
+    def _init_producer_id(self) -> None:
+        now = self.scheduler.now_ms
+        failed = self.metadata._failed_until
+        brokers = [b for b in self.host.bootstrap_brokers() if failed.get(b, 0) <= now]
+        if not brokers:
+            self._kick(self.retry_backoff_ms)
+            return
+        # Any broker answers (Kafka's leastLoadedNode): try them in turn.
+        broker = brokers[self._init_attempts % len(brokers)]
+        self._init_attempts += 1
+        self._init_in_flight = True
+        self.endpoint.request(
+            broker,
+            InitProducerIdRequest(),
+            lambda response: self._on_init_producer_id(broker, response),
+            timeout_ms=self.request_timeout_ms,
+        )
+
+    def _on_init_producer_id(self, broker: BrokerId, response: Any) -> None:
+        self._init_in_flight = False
+        if isinstance(response, InitProducerIdResponse) and response.error is None:
+            self.producer_id, self.producer_epoch = response.producer_id, response.producer_epoch
+            self.host.journal.record(
+                "producer_id",
+                f"{self.client_id}: broker {broker} gave producer id {self.producer_id}, epoch "
+                f"{self.producer_epoch} (InitProducerId): its batches carry them and a sequence per partition",
+                client=self.client_id,
+                broker=broker,
+            )
+            self._kick(0)
+            return
+        if isinstance(response, KafkaError):
+            self.metadata._failed_until[broker] = self.scheduler.now_ms + RECONNECT_BACKOFF_MS
+        self._kick(self.retry_backoff_ms)
+
+    def _may_drain(self, tp: TopicPartition, batch: _ProducerBatch) -> bool:
+        """Kafka's shouldStopDrainBatchesForPartition: a new batch waits while an epoch bump is due;
+        a retry waits until every batch before it in sequence is answered for good."""
+        if batch.base_sequence < 0:
+            return not self._epoch_bump_needed
+        unresolved = self._unresolved.get(tp)
+        return not unresolved or unresolved[0] == batch.base_sequence
+
+    def _set_sequence(self, tp: TopicPartition, batch: _ProducerBatch) -> None:
+        sequence = self._next_sequence.get(tp, 0)
+        batch.producer_id, batch.producer_epoch, batch.base_sequence = (
+            self.producer_id,
+            self.producer_epoch,
+            sequence,
+        )
+        self._next_sequence[tp] = increment_sequence(sequence, batch.record_count)
+        self._unresolved.setdefault(tp, []).append(sequence)
+
+    def _resolved(self, tp: TopicPartition, batch: _ProducerBatch) -> None:
+        unresolved = self._unresolved.get(tp)
+        if unresolved and batch.base_sequence in unresolved:
+            unresolved.remove(batch.base_sequence)
+
+    def _out_of_sequence(self, batch: _ProducerBatch, error: KafkaError) -> None:
+        """OUT_OF_ORDER_SEQUENCE_NUMBER: the broker did not write the batch. If a batch before it is
+        still unanswered, it is retried after that one; if the sequence is lost (a batch before it
+        failed for good), it goes back as a new batch, to be numbered again in the next epoch."""
+        tp = batch.tp
+        last_acked = self._last_acked_sequence.get(tp, -1)
+        if 0 <= batch.base_sequence <= last_acked:
+            # A later batch was acknowledged, so the leader wrote this one (it writes in sequence only),
+            # but no longer keeps it among its last five: where it went cannot be known.
+            self._resolved(tp, batch)
+            written = errors.OutOfOrderSequenceNumber(
+                f"{error.message} (the batch was written: {tp} acknowledged sequence {last_acked} after it, "
+                "but its offset is no longer known)"
+            )
+            batch.result.fail(written)
+            self.failed += batch.record_count
+            self.host.journal.record(
+                "produce_failed",
+                f"{self.client_id}: {batch.record_count} record(s) to {tp} failed: {written}",
+                topic=tp.topic,
+                partition=tp.partition,
+                client=self.client_id,
+                error=written.name,
+            )
+            return
+        expected = increment_sequence(last_acked, 1)
+        if batch.base_sequence != expected and not self._epoch_bump_needed:
+            self._retry(batch, error)
+            return
+        self._resolved(tp, batch)
+        self._epoch_bump_needed = True
+        batch.producer_id, batch.producer_epoch, batch.base_sequence = (
+            NO_PRODUCER_ID,
+            NO_PRODUCER_EPOCH,
+            NO_SEQUENCE,
+        )
+        batch.data = None
+        self._retry(batch, error)
+
+    def _bump_epoch(self) -> None:
+        """Every batch with a sequence is answered: start the sequences again under a new epoch (KIP-360)."""
+        self._epoch_bump_needed = False
+        self._next_sequence.clear()
+        self._last_acked_sequence.clear()
+        if self.producer_id < 0:
+            return
+        if self.producer_epoch >= 32767:  # the epoch is an int16: a new id instead
+            self.producer_id, self.producer_epoch = NO_PRODUCER_ID, NO_PRODUCER_EPOCH
+            return
+        self.producer_epoch += 1
+        self.host.journal.record(
+            "producer_epoch_bumped",
+            f"{self.client_id}: a batch failed after it was sent, so its sequence is lost; producer "
+            f"{self.producer_id} bumps its epoch to {self.producer_epoch} and numbers from 0 again",
+            client=self.client_id,
         )
 
 

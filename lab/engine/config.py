@@ -327,6 +327,29 @@ _key(
     minimum=1,
 )
 _key(
+    "authorizer.class.name",
+    "broker",
+    "str",
+    "",
+    "The authorizer every request passes; empty: none (everything is allowed and ACL requests answer "
+    "SECURITY_DISABLED). Kafka's ZooKeeper-mode one keeps its ACLs under /kafka-acl.",
+    choices=("", "kafka.security.authorizer.AclAuthorizer"),
+)
+_key(
+    "super.users",
+    "broker",
+    "str",
+    "",
+    "Principals the authorizer lets do anything, separated by semicolons (User:admin;User:ops).",
+)
+_key(
+    "allow.everyone.if.no.acl.found",
+    "broker",
+    "bool",
+    "false",
+    "With an authorizer: a resource no ACL names is open to everyone (true) or to no one but super users.",
+)
+_key(
     "auto.create.topics.enable",
     "broker",
     "bool",
@@ -620,9 +643,9 @@ _key(
     "producer",
     "bool",
     "true",
-    "Idempotence (Kafka's default since 3.0) stops retries writing a record twice; the lab does not model it "
-    "yet, so its producers are not idempotent and true is refused.",
-    lab_default="false",
+    "Idempotence (Kafka's default since 3.0): the producer gets a producer id (InitProducerId) and numbers "
+    "its batches per partition, so the leader drops a retry it already wrote. Needs acks=all, retries > 0 and "
+    "max.in.flight.requests.per.connection <= 5; left at its default, a config that contradicts it turns it off.",
 )
 _key(
     "partitioner.adaptive.partitioning.enable",
@@ -907,28 +930,28 @@ def _client_config(scope: Scope, given: Mapping[str, object]) -> ClientConfig:
 def producer_config(given: Mapping[str, object]) -> ClientConfig:
     """Kafka's ProducerConfig: every value parsed, then the checks Kafka makes when a producer is made.
 
-    ConfigException (INVALID_CONFIG) with Kafka's message when a check fails; the lab's own refusal
-    for enable.idempotence=true, which it does not model.
+    ConfigException (INVALID_CONFIG) with Kafka's message when a check fails.
     """
     config = _client_config("producer", given)
     if config.flag("enable.idempotence"):
-        # ProducerConfig.postProcessAndValidateIdempotenceConfigs: the lab's default is false, so
-        # idempotence here is always asked for explicitly, and Kafka refuses what contradicts it.
+        # ProducerConfig.postProcessAndValidateIdempotenceConfigs (Kafka 3.2+): asked for explicitly,
+        # idempotence refuses what contradicts it; left at its default, it is turned off instead.
+        conflicts = []
         if config.number("retries") == 0:
-            raise ConfigException("Must set retries to non-zero when using the idempotent producer.")
+            conflicts.append("Must set retries to non-zero when using the idempotent producer.")
         if config.text("acks") not in ("all", "-1"):
-            raise ConfigException(
+            conflicts.append(
                 "Must set acks to all in order to use the idempotent producer. "
                 "Otherwise we cannot guarantee idempotence."
             )
         if config.number("max.in.flight.requests.per.connection") > 5:
-            raise ConfigException(
+            conflicts.append(
                 "Must set max.in.flight.requests.per.connection to at most 5 to use the idempotent producer."
             )
-        raise ConfigException(
-            "enable.idempotence=true is not modelled by the lab yet: its producers are not idempotent, so a "
-            "retry can write a record twice. Set enable.idempotence=false (Kafka's default is true since 3.0)."
-        )
+        if conflicts and "enable.idempotence" in config.given:
+            raise ConfigException(conflicts[0])
+        if conflicts:
+            config = ClientConfig("producer", {**config.values, "enable.idempotence": "false"}, config.given)
     # KafkaProducer.configureDeliveryTimeout: refused when chosen, raised to the sum when defaulted.
     linger_and_request = min(config.number("linger.ms") + config.number("request.timeout.ms"), 2**31 - 1)
     if config.number("delivery.timeout.ms") < linger_and_request:

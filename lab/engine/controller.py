@@ -88,6 +88,9 @@ class ControllerContext:
     # The replicas a reassignment adds (the znode's "adding_replicas"): the full set is the union.
     adding: dict[TopicPartition, tuple[BrokerId, ...]] = field(default_factory=dict)
     deleting: set[str] = field(default_factory=set)
+    # A topic being deleted: the brokers that were sent its StopReplica, and those it waits for (down).
+    deleted_on: dict[str, set[BrokerId]] = field(default_factory=dict)
+    deletion_waits: dict[str, tuple[BrokerId, ...]] = field(default_factory=dict)
 
     def partitions_of(self, topic: str) -> list[TopicPartition]:
         return sorted(tp for tp in self.assignments if tp.topic == topic)
@@ -571,7 +574,18 @@ class Controller:
     async def _on_brokers_started(self, brokers: Sequence[BrokerId]) -> None:
         self._send_update_metadata()
         for broker in brokers:
-            self._send_leader_and_isr(broker, [tp for tp, r in self.ctx.assignments.items() if broker in r])
+            self._send_leader_and_isr(
+                broker,
+                [
+                    tp
+                    for tp, r in self.ctx.assignments.items()
+                    if broker in r and tp.topic not in self.ctx.deleting
+                ],
+            )
+        for topic in sorted(self.ctx.deleting):  # a deletion that waited for one of them resumes
+            for broker in brokers:  # a broker back (or bounced) may hold its copy again: send it again
+                self.ctx.deleted_on.get(topic, set()).discard(broker)
+            await self._maybe_complete_deletion(topic)
         await self._online_partitions(
             sorted(self.ctx.assignments), cause=f"broker {', '.join(map(str, brokers))} joined"
         )
@@ -693,43 +707,71 @@ class Controller:
         self.ctx.topic_configs.pop(topic, None)
         self.ctx.topic_ids.pop(topic, None)
         self.ctx.deleting.discard(topic)
+        self.ctx.deleted_on.pop(topic, None)
+        self.ctx.deletion_waits.pop(topic, None)
 
     async def _on_delete_topics(self) -> None:
         names = await self.zk.get_children(
             paths.DELETE_TOPICS, watch=self._watch("TopicDeletion", self._on_delete_topics)
         )
         for topic in sorted(names):
-            if topic in self.ctx.topics:
+            if topic not in self.ctx.topics:
+                with contextlib.suppress(NoNode):
+                    await self.zk.delete(paths.delete_topic_path(topic))
+                continue
+            if topic not in self.ctx.deleting:
                 self.ctx.deleting.add(topic)
                 for hook in self.broker.ctx.on_topic_deletion:
                     hook(topic)
-                tps = self.ctx.partitions_of(topic)
-                by_broker: dict[BrokerId, dict[TopicPartition, bool]] = {}
-                for tp in tps:
-                    for replica in self.ctx.assignments[tp]:
-                        by_broker.setdefault(replica, {})[tp] = True
-                for broker, parts in sorted(by_broker.items()):
-                    if self.ctx.live(broker):
-                        self._send(
-                            broker,
-                            StopReplicaRequest(
-                                controller_id=self.id, controller_epoch=self.ctx.epoch, partitions=parts
-                            ),
-                        )
-                with contextlib.suppress(NoNode):
-                    await self.zk.delete(paths.topic_path(topic), recursive=True)
-                with contextlib.suppress(NoNode):
-                    await self.zk.delete(paths.topic_config_path(topic))
-                self._forget_topic(topic)
-                self._send_update_metadata(deleted_topics=[topic])
+            await self._maybe_complete_deletion(topic)
+
+    async def _maybe_complete_deletion(self, topic: str) -> None:
+        """Kafka's TopicDeletionManager: every live replica is told to delete its copy (StopReplica); a
+        replica on a broker that is down makes the topic ineligible for deletion until that broker is
+        back, so the topic stays in ZooKeeper, marked for deletion, and no stray copy outlives it.
+        Once no replica waits, the topic leaves ZooKeeper and every broker's metadata."""
+        tps = self.ctx.partitions_of(topic)
+        by_broker: dict[BrokerId, dict[TopicPartition, bool]] = {}
+        for tp in tps:
+            for replica in self.ctx.assignments[tp]:
+                by_broker.setdefault(replica, {})[tp] = True
+        done = self.ctx.deleted_on.setdefault(topic, set())
+        for broker, parts in sorted(by_broker.items()):
+            if self.ctx.live(broker) and broker not in done:
+                done.add(broker)
+                self._send(
+                    broker,
+                    StopReplicaRequest(
+                        controller_id=self.id, controller_epoch=self.ctx.epoch, partitions=parts
+                    ),
+                )
+        waiting = tuple(b for b in sorted(by_broker) if b not in done)
+        if waiting:
+            if self.ctx.deletion_waits.get(topic) != waiting:
+                self.ctx.deletion_waits[topic] = waiting
                 self.journal(
-                    "topic_deleted",
-                    f"topic {topic} deleted: its {len(tps)} partition(s) removed from ZooKeeper and every live replica",
+                    "topic_deletion_waiting",
+                    f"topic {topic} marked for deletion: its copies on the live brokers are deleted, but "
+                    f"broker {_names(frozenset(waiting))} is down and holds one; the controller waits for it "
+                    "to come back (as Kafka's does), and the topic stays in ZooKeeper meanwhile",
                     topic=topic,
                     broker=self.id,
                 )
-            with contextlib.suppress(NoNode):
-                await self.zk.delete(paths.delete_topic_path(topic))
+            return
+        with contextlib.suppress(NoNode):
+            await self.zk.delete(paths.topic_path(topic), recursive=True)
+        with contextlib.suppress(NoNode):
+            await self.zk.delete(paths.topic_config_path(topic))
+        self._forget_topic(topic)
+        self._send_update_metadata(deleted_topics=[topic])
+        self.journal(
+            "topic_deleted",
+            f"topic {topic} deleted: its {len(tps)} partition(s) removed from ZooKeeper and every replica",
+            topic=topic,
+            broker=self.id,
+        )
+        with contextlib.suppress(NoNode):
+            await self.zk.delete(paths.delete_topic_path(topic))
 
     # ------------------------------------------------------------------ topic config changes
 

@@ -123,6 +123,16 @@ class InvalidRequest(KafkaError):
     name = "INVALID_REQUEST"
 
 
+class SaslAuthenticationFailed(KafkaError):
+    name = "SASL_AUTHENTICATION_FAILED"
+
+
+class SecurityDisabled(KafkaError):
+    """An ACL request to a broker with no authorizer (``authorizer.class.name`` empty, Kafka's default)."""
+
+    name = "SECURITY_DISABLED"
+
+
 class BrokerNotAvailable(KafkaError):
     name = "BROKER_NOT_AVAILABLE"
 
@@ -207,6 +217,18 @@ class OutOfOrderSequenceNumber(KafkaError):
 
 class DuplicateSequenceNumber(KafkaError):
     name = "DUPLICATE_SEQUENCE_NUMBER"
+
+
+class InvalidProducerEpoch(KafkaError):
+    """A batch from an older epoch of a producer than the partition has seen (InvalidProducerEpochException)."""
+
+    name = "INVALID_PRODUCER_EPOCH"
+
+
+class UnknownProducerId(KafkaError):
+    """The broker has no state for the producer id (UnknownProducerIdException)."""
+
+    name = "UNKNOWN_PRODUCER_ID"
 
 
 class NoOffsetForPartition(KafkaError):

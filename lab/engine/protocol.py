@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from lab.engine.acl import AclBinding, AclFilter
 from lab.engine.ids import BrokerId, TopicPartition
 
 # Produce.
@@ -34,6 +35,25 @@ class ProducePartitionResult:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ProduceResponse:
     partitions: Mapping[TopicPartition, ProducePartitionResult]
+
+
+# InitProducerId (an idempotent producer's id and epoch; transactions will add a transactional.id).
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InitProducerIdRequest:
+    transactional_id: str | None = None
+    transaction_timeout_ms: int = -1
+    producer_id: int = -1  # KIP-360: the id and epoch a producer already has, or -1
+    producer_epoch: int = -1
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InitProducerIdResponse:
+    error: str | None = None
+    message: str = ""
+    producer_id: int = -1
+    producer_epoch: int = -1
 
 
 # Fetch (followers and consumers).
@@ -545,6 +565,48 @@ class DescribeLogDirsResponse:
     partitions: Mapping[TopicPartition, LogDirPartition]
     total_bytes: int = -1
     usable_bytes: int = -1
+
+
+# ACLs (any broker; SECURITY_DISABLED without an authorizer).
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CreateAclsRequest:
+    bindings: tuple[AclBinding, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CreateAclsResponse:
+    results: tuple[ErrorResult, ...]  # one per binding, in order
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DescribeAclsRequest:
+    filter: AclFilter
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DescribeAclsResponse:
+    error: str | None = None
+    message: str = ""
+    bindings: tuple[AclBinding, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DeleteAclsRequest:
+    filters: tuple[AclFilter, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DeleteAclsResult:
+    error: str | None = None
+    message: str = ""
+    bindings: tuple[AclBinding, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DeleteAclsResponse:
+    results: tuple[DeleteAclsResult, ...]  # one per filter, in order
 
 
 # Group admin (to a group's coordinator; ListGroups to every broker).

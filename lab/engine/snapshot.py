@@ -56,6 +56,17 @@ def replica_log(broker: Broker, tp: TopicPartition, *, segments: bool = False) -
         "leader_epoch": -1 if latest is None else latest,
         "online": broker.alive,
         "role": "leader" if partition.is_leader else ("follower" if partition.leader >= 0 else "none"),
+        # Idempotent producers as this replica's producer state has them (a follower rebuilds it too).
+        "producers": [
+            {
+                "producer_id": p.producer_id,
+                "producer_epoch": p.producer_epoch,
+                "first_sequence": p.first_sequence,
+                "last_sequence": p.last_sequence,
+                "last_offset": p.last_offset,
+            }
+            for p in log.producer_state.views()
+        ],
     }
     if segments:
         out["segments"] = [

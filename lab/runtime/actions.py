@@ -552,6 +552,14 @@ PARSERS: Mapping[str, Callable[[Mapping[str, str]], Act]] = {
 }
 
 
+def register(name: str, parse: Callable[[Mapping[str, Any]], Act]) -> None:
+    """Add the command ``name`` from outside the runtime (a Django app's own: ``classroom.fill``, say);
+    ``parse`` checks its JSON-safe arguments where the request arrives. A name is registered once."""
+    if name in PARSERS:
+        raise ValueError(f"a command named {name!r} is registered already")
+    cast(dict[str, Callable[[Mapping[str, Any]], Act]], PARSERS)[name] = parse
+
+
 def plan(name: str, params: Mapping[str, str]) -> Act:
     """The action ``name`` with ``params`` checked; IllegalArgument for an unknown name or bad input."""
     parser = PARSERS.get(name)

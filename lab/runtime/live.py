@@ -46,6 +46,8 @@ from lab.wire.connection import WireServer
 
 log = logging.getLogger(__name__)
 
+MEMORY_STORE_LOGS = "memory-store"  # where a lab on the memory store keeps its logs, under its data dir
+
 SAMPLES_KEPT = 1200  # two minutes of frames at 10 a second
 EVENTS_KEPT = 400
 REBALANCES_KEPT = 200
@@ -633,12 +635,19 @@ class LiveLab:
         data_dir.mkdir(parents=True, exist_ok=True)
 
         def make() -> Cluster:
+            logs = data_dir
+            if not self.zookeeper:
+                # The memory store's metadata ends with its run, and logs without it are orphans the next
+                # run cannot serve (their topic ids are gone): a memory-store run keeps its logs apart,
+                # cleared at each start, and what ZooKeeper runs wrote stays for when it answers again.
+                logs = data_dir / MEMORY_STORE_LOGS
+                shutil.rmtree(logs, ignore_errors=True)
             return Cluster.create(
                 brokers=spec.brokers,
                 seed=spec.seed,
                 config=dict(spec.config),
                 zookeeper=self.zookeeper,
-                data_dir=data_dir,
+                data_dir=logs,
                 name=spec.slug,
                 chroot=spec.chroot,
                 epoch_ms=int(time.time() * 1000),  # virtual zero is now: znode timestamps read as wall time

@@ -409,6 +409,7 @@ STEPS: dict[str, tuple[Schema, tuple[str, ...], str | None]] = {
             "request_timeout_ms": _timeout_ms,
             "delivery_timeout_ms": _timeout_ms,
             "linger_ms": _ms,
+            "enable_idempotence": _bool,  # Kafka's default (true) unless acks or retries contradict it
             "timestamp": _nonneg,
             "tombstone": _bool,  # a null value: deletes the key of a compacted topic
         },
@@ -505,7 +506,7 @@ def _fields(raw: Mapping[str, Any], schema: Schema, required: tuple[str, ...]) -
     return out
 
 
-PRODUCER_FIELDS = ("retries", "request_timeout_ms", "delivery_timeout_ms", "linger_ms")
+PRODUCER_FIELDS = ("retries", "request_timeout_ms", "delivery_timeout_ms", "linger_ms", "enable_idempotence")
 
 
 def _check_producer(args: Mapping[str, Any]) -> None:

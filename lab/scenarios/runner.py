@@ -309,7 +309,11 @@ class ScenarioRun:
         self._answered(
             self.cluster.begin_delete_topic(name),
             "the deletion request",
-            lambda _: self._until(gone, LEADERS_MS, f"topic {name} to be deleted"),
+            lambda _: self._until(
+                gone,
+                LEADERS_MS,
+                f"topic {name} to be deleted (the controller deletes it once every replica's broker is up)",
+            ),
         )
 
     def _do_add_partitions(self, step: Step) -> None:

@@ -80,6 +80,12 @@ ENTRIES: Mapping[str, Entry] = {
         sentence="Leader epoch: it grows at every leader change; a follower truncates by it after a failover (KIP-101).",
         config="lab.leader.epochs",
     ),
+    "producer_state": Entry(
+        sentence="Idempotent producers (enable.idempotence, Kafka's default since 3.0): each has a producer id and "
+        "epoch and numbers its batches per partition; the leader keeps each one's last five batches, so a retry "
+        "is answered with the offset it got instead of being written twice, and a gap in the numbers is refused "
+        "(OUT_OF_ORDER_SEQUENCE_NUMBER).",
+    ),
     "in_flight": Entry(
         sentence="A request or response travelling between brokers, drawn from when it was sent to when it arrives.",
         config="lab.network.latency.ms",

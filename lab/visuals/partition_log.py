@@ -71,6 +71,18 @@ class Flight:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ProducerRow:
+    """An idempotent producer as the leader's producer state knows it."""
+
+    producer_id: int
+    producer_epoch: int
+    first_sequence: int  # of the batches kept to recognise a retry (the last five)
+    last_sequence: int
+    last_offset: int
+    title: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class PartitionLog:
     topic: str
     partition: int
@@ -84,6 +96,7 @@ class PartitionLog:
     min_insync_replicas: int  # the topic's effective value
     under_min_isr: bool  # an online partition whose ISR is smaller: acks=all writes fail
     min_isr_title: str
+    producers: tuple[ProducerRow, ...] = ()  # the leader's producer state (else a replica's)
 
     @property
     def axis(self) -> tuple[tuple[int, int], ...]:
@@ -228,6 +241,26 @@ def _flights(
     return tuple(sorted(out, key=lambda f: f.id))
 
 
+def _producers(logs: Mapping[str, Mapping[str, Any]], leader: int) -> tuple[ProducerRow, ...]:
+    source = logs.get(str(leader)) or next(iter(logs.values()), None)
+    rows = []
+    for p in (source or {}).get("producers") or ():
+        first, last = int(p["first_sequence"]), int(p["last_sequence"])
+        rows.append(
+            ProducerRow(
+                producer_id=int(p["producer_id"]),
+                producer_epoch=int(p["producer_epoch"]),
+                first_sequence=first,
+                last_sequence=last,
+                last_offset=int(p["last_offset"]),
+                title=f"producer id {p['producer_id']}, epoch {p['producer_epoch']}: its next batch must start "
+                f"at sequence {last + 1}; a retry of sequences {first} to {last} is answered with the offset "
+                "it got, and written again never",
+            )
+        )
+    return tuple(rows)
+
+
 def partition_log(
     topic: str,
     part: Mapping[str, Any],
@@ -294,6 +327,7 @@ def partition_log(
         under_min_isr=under_min_isr(part, min_isr),
         min_isr_title=f"ISR {sorted(isr)}: {len(isr)} in sync, min.insync.replicas {min_isr}. "
         + tip("under_min_isr", config, overrides),
+        producers=_producers(logs, leader),
     )
 
 
@@ -343,4 +377,5 @@ _TIPS = (
     "leader_epoch",
     "in_flight",
     "under_min_isr",
+    "producer_state",
 )

@@ -28,7 +28,7 @@ async def find_coordinator(conn: Connection, request: Request) -> Any:
     found = []
     for key in keys:
         if key_type != GROUP:
-            # The lab has no transaction coordinator yet (InitProducerId is not served either).
+            # The lab has no transaction coordinator yet (InitProducerId serves idempotent producers only).
             found.append(
                 {
                     "key": key,

@@ -388,3 +388,28 @@ def test_the_timeline_shows_what_a_student_follows_and_producers_say_what_they_d
     expect(election.first).to_contain_text(f"leader {led} -> ")
     expect(timeline.locator(f'.ev:not([hidden]):not([data-brokers~="{led}"])')).to_have_count(0)
     _shot(page, artifacts, "timeline-broker-filter", "#view-timeline")
+
+
+def test_a_partitions_idempotent_producers_are_shown_under_its_log(
+    page: Page, live_lab: LabServer, artifacts: Path
+) -> None:
+    log_in(page, live_lab)
+    new_lab(page, live_lab, "Idempotence", session_timeout_ms=2000)
+    create_topic(page, "orders", 1, 3)
+    form = page.locator("#form-produce")
+    form.get_by_label("Topic").fill("orders")
+    form.get_by_label("Records").fill("5")
+    form.get_by_role("button", name="Produce").click()
+    expect(page.locator("#toast")).to_contain_text("5 of 5 record(s) acknowledged")
+    # The page's producer is idempotent (Kafka 3.x's default): the leader knows its id, epoch and sequence.
+    row = page.locator("#plog-orders-0 .producers .producer")
+    expect(row).to_have_count(1, timeout=10_000)
+    expect(row).to_have_attribute("data-producer-epoch", "0")
+    expect(row).to_have_attribute("data-last-sequence", "4")
+    expect(row).to_contain_text("last sequence 4")
+    expect(row).to_have_attribute("title", re.compile(r"its next batch must start at sequence 5"))
+    expect(page.locator("#plog-orders-0 .producers")).to_have_attribute(
+        "title", re.compile(r"the leader keeps each one's last five batches")
+    )
+    page.locator("#plog-orders-0").scroll_into_view_if_needed()
+    _shot(page, artifacts, "idempotent-producers", "#plogs")

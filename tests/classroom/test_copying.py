@@ -12,7 +12,7 @@ from lab.runtime.live import LiveLab
 from lab.runtime.spec import TopicSpec
 from tests.classroom.helpers import FakeWall, live_lab, on_driver
 from tests.processes import wait_until
-from tests.walltime import now_ms, until_done
+from tests.walltime import advance, now_ms, until_done
 
 
 @pytest.fixture
@@ -129,3 +129,40 @@ def test_filling_a_copy_holds_up_no_other_call_on_it(tmp_path: Path, labs: list[
     assert not filling.done()
     assert until_done(copy, wall, filling) == f"{state.record_count} record(s) copied into 2 topic(s)."
     assert on_driver(copy, lambda lab: lab.cluster.groups()["billing"]["committed"])
+
+
+def test_a_copy_without_the_demos_topics_gets_them_first(tmp_path: Path, labs: list[LiveLab]) -> None:
+    demo = _demo(tmp_path, labs)
+    demo.act("clock-pause", {}).result(10)
+    state: DemoState = on_driver(demo, read_state)
+    copy = live_lab(tmp_path, "bare", rate=10.0)  # made without the demo's topics
+    labs.append(copy)
+    assert on_driver(copy, lambda lab: lab.cluster.topics()) == []
+    said = on_driver(copy, lambda lab: fill(lab, state), 60)
+    assert said == f"{state.record_count} record(s) copied into 2 topic(s)."
+    copy.act("clock-pause", {}).result(10)
+    original, copied = on_driver(demo, _everything), on_driver(copy, _everything)
+    for name, records in original.items():
+        assert copied[name][: len(records)] == records, name
+    assert on_driver(copy, lambda lab: lab.cluster.topic_config("orders")) == {"retention.ms": "86400000"}
+
+
+def test_creating_a_copys_missing_topics_holds_up_no_one_else(tmp_path: Path, labs: list[LiveLab]) -> None:
+    from lab.engine.metadata.store import LinkState
+
+    demo = _demo(tmp_path, labs)
+    demo.act("clock-pause", {}).result(10)
+    state: DemoState = on_driver(demo, read_state)
+    wall = FakeWall()
+    copy = live_lab(tmp_path, "bare", wall=wall, config={"zookeeper.session.timeout.ms": "6000"})
+    labs.append(copy)
+    # The copy's admin client reaches ZooKeeper, but its answers are held: a slow, connected server.
+    on_driver(copy, lambda lab: lab.cluster._admin.set_link(LinkState.HELD))
+    before = now_ms(copy)
+    filling = copy.submit(lambda lab: fill(lab, state))
+    assert now_ms(copy) - before < 1000  # another call answered, and the clock did not leap
+    advance(copy, wall, 1.0)
+    assert 1000 <= now_ms(copy) - before < 3000
+    assert not filling.done()  # the topics' znodes are not written yet: the records wait
+    on_driver(copy, lambda lab: lab.cluster._admin.set_link(LinkState.OPEN))
+    assert until_done(copy, wall, filling) == f"{state.record_count} record(s) copied into 2 topic(s)."

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import re
 import socket
+from collections.abc import Iterator, Mapping
+from concurrent.futures import Future
 from typing import Any
 
 import pytest
@@ -11,7 +14,7 @@ from django.test import Client
 from pytest_django.fixtures import Settings
 
 from lab.accounts.models import Role, set_role
-from lab.classroom import attach
+from lab.classroom import attach, content
 from lab.classroom.models import Demo, DemoCopy, DemoViewer, ExerciseProgress, ScenarioLab
 from lab.hosts import parse_listen
 from lab.labs import live_of
@@ -30,6 +33,37 @@ EXERCISE = "1-partitions-and-offsets"
 @pytest.fixture(autouse=True)
 def memory_store(settings: Settings) -> None:
     settings.LAB_ZOOKEEPER = ""
+
+
+@pytest.fixture(autouse=True)
+def commands_are_json(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """Every command the pages send a lab, and every answer, survives JSON: it could go to another process."""
+    sent: list[str] = []
+    wrong: list[str] = []
+    act = LiveLab.act
+
+    def survives(value: Any) -> bool:
+        try:
+            return bool(json.loads(json.dumps(value)) == value)
+        except (TypeError, ValueError):
+            return False
+
+    def checked(live: LiveLab, name: str, args: Mapping[str, Any]) -> Future[Any]:
+        sent.append(name)
+        if not survives(args):
+            wrong.append(f"{name}({args!r})")
+        future = act(live, name, args)
+
+        def answered(f: Future[Any]) -> None:
+            if f.exception() is None and not survives(f.result()):
+                wrong.append(f"{name} answered {f.result()!r}")
+
+        future.add_done_callback(answered)
+        return future
+
+    monkeypatch.setattr(LiveLab, "act", checked)
+    yield sent
+    assert wrong == []
 
 
 def _client(user: Any) -> Client:
@@ -148,7 +182,7 @@ def test_the_list_shows_every_exercise_with_what_it_covers_and_its_progress() ->
 
 
 def test_instructions_are_markdown_and_never_raw_html(settings: Settings, tmp_path: Any) -> None:
-    source = (attach.content.exercises_dir() / f"{EXERCISE}.yaml").read_text()
+    source = (content.exercises_dir() / f"{EXERCISE}.yaml").read_text()
     (tmp_path / "x.yaml").write_text(
         source.replace(
             "instructions: |\n",
@@ -209,7 +243,7 @@ def test_start_an_exercise_and_its_check_turns_passed_and_is_saved() -> None:
 
 
 @pytest.mark.django_db(transaction=True)
-def test_start_over_plays_the_setup_again_on_a_fresh_cluster() -> None:
+def test_start_over_plays_the_setup_again_on_a_fresh_cluster(commands_are_json: list[str]) -> None:
     student = make_user()
     client = _client(student)
     client.post(f"/exercises/{EXERCISE}/start/")
@@ -234,6 +268,7 @@ def test_start_over_plays_the_setup_again_on_a_fresh_cluster() -> None:
     assert saved.completed is None
     assert saved.answers == {"0": 3}  # a prediction stays made
     assert Lab.objects.filter(owner=student).count() == 1
+    assert {"classroom.exercise", "classroom.start-over"} <= set(commands_are_json)
 
 
 @pytest.mark.django_db(transaction=True)
@@ -421,7 +456,7 @@ def test_the_join_panel_says_students_cannot_reach_a_lab_on_loopback(settings: S
 
 
 @pytest.mark.django_db(transaction=True)
-def test_hand_every_student_a_copy_of_the_demo() -> None:
+def test_hand_every_student_a_copy_of_the_demo(commands_are_json: list[str]) -> None:
     prof = _instructor()
     lab = make_lab(prof, "Orders demo")
     teacher = _client(prof)
@@ -464,6 +499,8 @@ def test_hand_every_student_a_copy_of_the_demo() -> None:
     assert _client(make_user("nobody")).get(f"/demos/{demo.join_code}/copy/").status_code == 404
     page = _client(students[0]).get(f"/labs/{lab.slug}/").content.decode()
     assert "Open your copy of this demo" in page
+    handed = {"classroom.demo", "classroom.read-state", "classroom.demo-copies", "classroom.fill"}
+    assert handed | {"classroom.demo-copy-ready"} <= set(commands_are_json)
 
 
 @pytest.mark.django_db(transaction=True)
@@ -570,7 +607,7 @@ def test_a_scenario_on_a_full_server_is_refused_on_the_scenarios_page(settings: 
     )
 
 
-def test_a_scenario_on_a_lab_is_cancelled_from_its_page() -> None:
+def test_a_scenario_on_a_lab_is_cancelled_from_its_page(commands_are_json: list[str]) -> None:
     student = make_user()
     client = _client(student)
     client.post("/scenarios/leader-failover/open/")
@@ -596,3 +633,4 @@ def test_a_scenario_on_a_lab_is_cancelled_from_its_page() -> None:
     refused = client.post(f"/classroom/labs/{lab.slug}/scenario/play/", headers={"HX-Request": "true"})
     assert refused.status_code == 409
     assert "cancelled" in refused.content.decode()
+    assert {"classroom.scenario", "classroom.player"} <= set(commands_are_json)

@@ -253,9 +253,12 @@ def test_delivery_timeout_ends_the_retries() -> None:
         p = c.producer(delivery_timeout_ms=5000, request_timeout_ms=1000)
         f = p.send("t", "x")
         c.run_for(6000)
-        with pytest.raises(NotEnoughReplicas):  # retried until delivery.timeout.ms, then the last error
+        # Retried until delivery.timeout.ms: the batch fails with the last answer if it is in flight
+        # then, with the timeout if it waits in the accumulator (its backoff).
+        with pytest.raises((NotEnoughReplicas, KafkaTimeout)):
             f.result()
         assert p.retried > 10
+        assert c.ctx.scheduler.now_ms - 10_000 >= 5000
 
 
 def test_a_batch_with_no_leader_to_go_to_expires_in_the_accumulator() -> None:
@@ -272,15 +275,31 @@ def test_a_batch_with_no_leader_to_go_to_expires_in_the_accumulator() -> None:
             f.result()
 
 
-def test_a_lost_acknowledgement_makes_a_retry_write_the_record_twice() -> None:
+def test_a_lost_acknowledgement_makes_a_retry_write_the_record_twice_without_idempotence() -> None:
     with checked_cluster(3) as c:
         c.create_topic("t", replication_factor=3)
-        p = c.producer(request_timeout_ms=2000, client_id="writer")
+        p = c.producer(request_timeout_ms=2000, client_id="writer", enable_idempotence=False)
         c.lose_next_ack("writer")
         f = p.send("t", "only-once?")
         p.flush(timeout_ms=10_000)
         assert f.result().offset == 1  # the retry's offset
         assert values(c, 1, "t") == [b"only-once?", b"only-once?"]  # the duplicate a student can see
+
+
+def test_an_idempotent_producers_retry_after_a_lost_acknowledgement_is_written_once() -> None:
+    with checked_cluster(3) as c:
+        c.create_topic("t", replication_factor=3)
+        p = c.producer(request_timeout_ms=2000, client_id="writer")  # Kafka 3.x's default: idempotent
+        assert p.idempotent
+        c.lose_next_ack("writer")
+        f = p.send("t", "only-once")
+        p.flush(timeout_ms=10_000)
+        assert p.retried == 1
+        assert f.result().offset == 0  # the leader answered the retry with the first attempt's offset
+        assert values(c, 1, "t") == [b"only-once"]
+        state = c.brokers[1].partitions[_tp("t", 0)].log.producer_state.producers
+        assert list(state) == [p.producer_id]
+        assert state[p.producer_id].last_seq == 0
 
 
 def test_acks_zero_gets_no_offset_back() -> None:
@@ -428,7 +447,6 @@ def test_a_delivery_timeout_shorter_than_linger_plus_request_timeout_is_refused(
             {"max_in_flight_requests_per_connection": 6},
             "Must set max.in.flight.requests.per.connection to at most 5 to use the idempotent producer.",
         ),
-        ({}, "enable.idempotence=true is not modelled by the lab yet"),
     ],
 )
 def test_enable_idempotence_is_refused_with_kafkas_reason_first(
@@ -439,6 +457,14 @@ def test_enable_idempotence_is_refused_with_kafkas_reason_first(
             c.producer(enable_idempotence=True, **config)
         assert info.value.message.startswith(message)
         assert c.clients == {}
+
+
+def test_idempotence_left_at_its_default_gives_way_to_a_config_that_contradicts_it() -> None:
+    with checked_cluster(1) as c:
+        assert c.producer().idempotent  # Kafka 3.x: on by default
+        assert c.producer(enable_idempotence=True, retries=5).idempotent
+        assert not c.producer(acks="1").idempotent  # Kafka 3.2+: turned off, not refused
+        assert not c.producer(acks="all", enable_idempotence=False).idempotent
 
 
 @pytest.mark.parametrize("codec", ["gzip", "snappy", "lz4", "zstd"])

@@ -280,9 +280,9 @@ KAFKA_CONSUMER_DEFAULTS = {
 def test_the_client_keys_are_the_ones_the_clients_honour_with_kafkas_defaults() -> None:
     assert {name: key.kafka_default for name, key in PRODUCER_KEYS.items()} == KAFKA_PRODUCER_DEFAULTS
     assert {name: key.kafka_default for name, key in CONSUMER_KEYS.items()} == KAFKA_CONSUMER_DEFAULTS
-    # The one the lab changes, and says so: it does not model the idempotent producer.
-    assert [k.name for k in PRODUCER_KEYS.values() if k.lab_default is not None] == ["enable.idempotence"]
-    assert PRODUCER_KEYS["enable.idempotence"].default == "false"
+    # The producer takes every one of Kafka's defaults, idempotence (since 3.0) included.
+    assert [k.name for k in PRODUCER_KEYS.values() if k.lab_default is not None] == []
+    assert PRODUCER_KEYS["enable.idempotence"].default == "true"
     # The lab's groups notice a lost member in seconds, not Kafka's 45: a class watches it happen.
     assert {k.name: k.lab_default for k in CONSUMER_KEYS.values() if k.lab_default is not None} == {
         "session.timeout.ms": "6000",
@@ -301,8 +301,13 @@ def test_client_configs_take_the_labs_defaults_under_what_was_given() -> None:
     assert config.values["linger.ms"] == "5"
     assert config.number("batch.size") == 16384
     assert config.text("acks") == "1"
+    # acks=1 contradicts idempotence, which was left at its default: Kafka 3.2+ turns it off.
     assert config.flag("enable.idempotence") is False
     assert config.given == {"linger.ms", "acks"}
+    assert producer_config({}).flag("enable.idempotence") is True
+    assert producer_config({"acks": "all", "retries": 3}).flag("enable.idempotence") is True
+    assert producer_config({"retries": 0}).flag("enable.idempotence") is False
+    assert producer_config({"max.in.flight.requests.per.connection": 6}).flag("enable.idempotence") is False
     consumer = consumer_config({"group.id": "g", "partition.assignment.strategy": "sticky, range"})
     assert consumer.names("partition.assignment.strategy") == ("sticky", "range")
     assert consumer.values["partition.assignment.strategy"] == "sticky,range"
@@ -351,7 +356,7 @@ def test_python_m_lab_engine_config_prints_every_key_with_both_defaults(
     for scope, keys in KEYS.items():
         assert f"{scope} configs ({len(keys)})" in out
     lines = {line.split()[0]: line.split() for line in out.splitlines() if line.startswith("  ")}
-    assert lines["enable.idempotence"][1:3] == ["false", "true"]  # the lab's, then Kafka's
+    assert lines["enable.idempotence"][1:3] == ["true", "true"]  # the lab's, then Kafka's
     assert lines["replica.lag.time.max.ms"][1:3] == ["10000", "30000"]
     assert lines["linger.ms"][1:3] == ["0", "0"]
     assert main(["producer"]) == 0

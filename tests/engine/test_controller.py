@@ -120,6 +120,34 @@ def test_deleting_a_topic_removes_its_logs_on_every_replica() -> None:
             c.delete_topic("t")
 
 
+def test_a_topic_with_a_replica_on_a_dead_broker_waits_for_it_as_kafkas_controller_does() -> None:
+    """Kafka's TopicDeletionManager: the live replicas are deleted at once, but a replica on a broker
+    that is down makes the topic ineligible: it stays in ZooKeeper, marked for deletion, until the
+    broker is back and has deleted its copy too, so no stray log of it comes back with the broker."""
+    with checked_cluster(3) as c:
+        c.create_topic("t", partitions=2, replication_factor=3)
+        p = c.producer()
+        p.send("t", "x")
+        p.flush()
+        c.kill_broker(3)
+        c.wait_for(lambda: texts(c, "broker_gone"), 60_000, "broker 3's session to expire")
+        c.delete_topic("t", wait=False)
+        c.run_for(2000)
+        assert not any((c.brokers[b].log_dir / f"t-{i}").exists() for b in (1, 2) for i in (0, 1))
+        assert all((c.brokers[3].log_dir / f"t-{i}").is_dir() for i in (0, 1))
+        assert c.topics() == ["t"]  # still in ZooKeeper: /brokers/topics/t and /admin/delete_topics/t
+        znodes = [n["path"] for n in c.zookeeper_tree("/")]
+        assert "/admin/delete_topics/t" in znodes
+        assert "/brokers/topics/t" in znodes
+        assert any("broker 3" in t for t in texts(c, "topic_deletion_waiting"))
+        assert not texts(c, "topic_deleted")
+        c.restart_broker(3)
+        c.run_for(10_000)
+        assert c.topics() == []
+        assert not any((c.brokers[b].log_dir / f"t-{i}").exists() for b in (1, 2, 3) for i in (0, 1))
+        assert texts(c, "topic_deleted")
+
+
 def test_adding_partitions_places_them_by_the_rule_and_elects_leaders() -> None:
     with checked_cluster(3) as c:
         c.create_topic("t", partitions=2, replication_factor=2)

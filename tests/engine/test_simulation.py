@@ -112,7 +112,12 @@ def settled(c: Cluster) -> bool:
         leader = c.leader_of("t", i)
         if leader is None or leader != state["leader"] or len(state["isr"]) != 3:
             return False
-        if c.brokers[leader].partitions[TopicPartition("t", i)].leader_epoch != state["leader_epoch"]:
+        replica = c.brokers[leader].partitions[TopicPartition("t", i)]
+        if replica.leader_epoch != state["leader_epoch"]:
+            return False
+        # The followers follow this leader: its HW reached its log end (an ISR member that has not
+        # heard of the new epoch yet holds the HW back, and a reader below it misses records).
+        if replica.high_watermark != replica.log_end_offset:
             return False
     return True
 

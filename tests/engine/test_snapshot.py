@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from lab.engine.cluster import Cluster
+from tests.engine.helpers import checked_cluster
 
 MARKERS = ("log_start_offset", "high_watermark", "log_end_offset")
 
@@ -253,3 +254,24 @@ def test_messages_in_flight_are_listed_with_their_times() -> None:
             assert message["sent_ms"] <= snap["time_ms"] <= message["deliver_ms"]
         c.run_for(40)
         assert all(m["id"] != produce[0]["id"] for m in c.snapshot()["in_flight"])  # it arrived
+
+
+def test_every_replica_shows_its_idempotent_producers() -> None:
+    with checked_cluster(3) as c:
+        c.create_topic("orders", replication_factor=3)
+        p = c.producer(client_id="idem")
+        for i in range(5):
+            p.send("orders", f"v{i}")
+        p.flush()
+        c.run_for(1000)  # the followers fetch the batches and rebuild the state from them
+        logs = c.snapshot()["topics"]["orders"]["partitions"][0]["logs"]
+        for broker in ("1", "2", "3"):
+            assert logs[broker]["producers"] == [
+                {
+                    "producer_id": p.producer_id,
+                    "producer_epoch": 0,
+                    "first_sequence": 0,
+                    "last_sequence": 4,
+                    "last_offset": 4,
+                }
+            ]

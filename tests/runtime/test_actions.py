@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any, cast
+
 import pytest
 
 from lab.engine.errors import IllegalArgument, InvalidConfig
@@ -66,5 +69,23 @@ def test_every_control_the_pages_offer_is_known() -> None:
         "clock-speed",
         "clock-reset",
     }
-    assert set(PARSERS) == offered
+    # Apps' own commands (``classroom.fill``) are registered with a dot: not the pages' controls.
+    assert {name for name in PARSERS if "." not in name} == offered
     assert callable(plan("kill", {"broker": "3"}))
+
+
+def test_an_app_registers_its_own_command_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    from lab.runtime import actions
+
+    monkeypatch.setattr(actions, "PARSERS", dict(actions.PARSERS))
+
+    def parse(args: Mapping[str, Any]) -> actions.Act:
+        n = int(args["n"])
+        return lambda lab: n * 2
+
+    actions.register("tests.double", parse)
+    assert actions.plan("tests.double", {"n": "21"})(cast(Any, None)) == 42
+    with pytest.raises(ValueError, match=r"'tests\.double' is registered already"):
+        actions.register("tests.double", parse)
+    with pytest.raises(ValueError, match="'kill' is registered already"):
+        actions.register("kill", parse)

@@ -552,3 +552,25 @@ def test_a_watched_lab_with_nothing_happening_sends_no_frame_until_something_cha
         loop.call_soon_threadsafe(loop.stop)
         thread.join(5)
         loop.close()
+
+
+def test_a_memory_store_lab_starts_again_in_the_same_process_and_leaves_zookeeper_runs_logs_alone(
+    tmp_path: Path,
+) -> None:
+    """The memory store's metadata ends with the run, so the logs of that run are orphans (their topic ids
+    are gone): the next run must not trip over them (INCONSISTENT_TOPIC_ID, no leader), and logs a
+    ZooKeeper run left in the lab's directory must stay, for when ZooKeeper answers again."""
+    the_spec = spec(tmp_path)
+    zookeeper_run = Path(the_spec.data_dir) / "broker-1" / "orders-0"
+    zookeeper_run.mkdir(parents=True)
+    (zookeeper_run / "00000000000000000000.log").write_bytes(b"kept")
+    for run in range(2):
+        live = LiveLab(the_spec, zookeeper=None).start()
+        try:
+            live.ready.result(30)
+            assert live.state == "running", (run, live.error)
+            said = live.act("produce", {"topic": "orders", "count": "2"}).result(30)
+            assert said.startswith("2 of 2 record(s) acknowledged"), (run, said)
+        finally:
+            live.stop()
+    assert (zookeeper_run / "00000000000000000000.log").read_bytes() == b"kept"

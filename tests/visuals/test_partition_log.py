@@ -162,3 +162,28 @@ def test_a_partition_whose_isr_is_smaller_than_min_insync_replicas_is_marked() -
     assert not enough.under_min_isr  # 2 of min 2
     assert not offline.under_min_isr  # no leader at all: offline says more
     assert orders.under_min_isr == 1
+
+
+def test_the_leaders_producer_state_is_shown_per_partition() -> None:
+    from lab.engine.cluster import Cluster
+
+    c = Cluster.create(brokers=3, seed=7)
+    try:
+        c.create_topic("orders", partitions=2, replication_factor=3)
+        idempotent = c.producer(client_id="idem")
+        plain = c.producer(client_id="plain", enable_idempotence=False)
+        for i in range(7):
+            idempotent.send("orders", f"v{i}", partition=0)
+            plain.send("orders", f"p{i}", partition=0)
+        idempotent.flush()
+        plain.flush()
+        orders = partition_logs(c.snapshot(), {}, rate=1.0).topic("orders")
+        assert orders is not None
+        p0, p1 = orders.partitions
+        (row,) = p0.producers  # the plain producer has no id: nothing to show for it
+        assert (row.producer_id, row.producer_epoch, row.last_sequence) == (idempotent.producer_id, 0, 6)
+        assert "its next batch must start at sequence 7" in row.title
+        assert p1.producers == ()
+        assert "last five batches" in orders.tip["producer_state"]
+    finally:
+        c.close()

@@ -369,3 +369,53 @@ def test_admin_client_lists_describes_and_deletes_groups(kafka_lab: ServedCluste
     [deleted] = admin.delete_consumer_groups(["audit"], request_timeout=10).values()
     deleted.result(10)
     assert "audit" not in kafka_lab.cluster.groups()
+
+
+def logged_values(kafka_lab: ServedCluster) -> dict[int, list[str]]:
+    """Each partition's records as its leader holds them, in offset order."""
+    return {p: [r["value"] for r in kafka_lab.cluster.browse("orders", p, limit=10_000)] for p in range(3)}
+
+
+def test_an_idempotent_producer_writes_each_record_once_in_order_through_a_leader_kill(
+    kafka_lab: ServedCluster,
+) -> None:
+    producer = Producer(
+        {
+            "bootstrap.servers": kafka_lab.bootstrap_servers,
+            "enable.idempotence": True,  # librdkafka's default is false: asked for, it needs InitProducerId
+            "linger.ms": 5,
+            "message.timeout.ms": 60_000,
+        }
+    )
+    acked: list[bytes] = []
+    failed: list[KafkaError] = []
+
+    def delivered(error: KafkaError | None, message: object) -> None:
+        if error is None:
+            acked.append(message.value())  # type: ignore[attr-defined]
+        else:
+            failed.append(error)
+
+    victim = kafka_lab.cluster.leader_of("orders", 0)
+    for i in range(10_000):
+        producer.produce("orders", value=b"record-%05d" % i, on_delivery=delivered)
+        producer.poll(0)
+        if i == 3_000:
+            kafka_lab.cluster.kill_broker(victim)
+    assert producer.flush(120) == 0
+    assert not failed, failed[:3]
+    assert len(acked) == 10_000
+    assert wait_until(lambda: sum(len(v) for v in logged_values(kafka_lab).values()) >= 10_000, 60)
+    logs = logged_values(kafka_lab)
+    every = [v for values in logs.values() for v in values]
+    assert len(every) == len(set(every)) == 10_000  # no retry wrote a record twice
+    assert set(every) == {v.decode() for v in acked}
+    for values in logs.values():
+        assert values == sorted(values)  # each partition in the order the records were sent
+    producers = {
+        p["producer_id"]
+        for part in kafka_lab.cluster.snapshot()["topics"]["orders"]["partitions"]
+        for log in part["logs"].values()
+        for p in log["producers"]
+    }
+    assert len(producers) == 1  # one producer id, from InitProducerId, on every replica

@@ -44,7 +44,7 @@ def test_api_versions_lists_what_is_served_and_names_the_clients_software(cluste
     served = {a.api_key: (a.min_version, a.max_version) for a in answer.api_keys}
     assert served == {k: (a.min_version, a.max_version) for k, a in APIS.items()}
     assert {0, 1, 2, 3, 18}.issubset(served)
-    assert 22 not in served  # InitProducerId: the lab has no idempotence yet, so it does not say it has
+    assert served[22] == (0, 4)  # InitProducerId, as Kafka 3.x serves it: idempotent producers
     assert client.conn.software == ("kcat", "1.7.1")
 
 
@@ -66,7 +66,7 @@ def test_api_versions_newer_than_served_answers_v0_with_unsupported_version(clus
 @pytest.mark.parametrize(
     ("payload", "why"),
     [
-        (struct.pack(">hhih", 22, 4, 1, -1), "API key 22"),  # InitProducerId: not served
+        (struct.pack(">hhih", 24, 3, 1, -1), "API key 24"),  # AddPartitionsToTxn: not served
         (struct.pack(">hhih", 0, 42, 1, -1), "Produce v42"),
         (struct.pack(">hhih", 999, 0, 1, -1), "API key 999"),
         (b"\x00\x03", "shorter than any request header"),

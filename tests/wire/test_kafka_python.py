@@ -344,3 +344,58 @@ def test_a_real_consumers_group_is_in_the_labs_groups_view(kafka_lab: ServedClus
         assert {o.owner for o in g.partitions} == {"invoicer"}  # type: ignore[attr-defined]
     finally:
         consumer.close()
+
+
+def logged_values(kafka_lab: ServedCluster) -> dict[int, list[str]]:
+    """Each partition's records as its leader holds them, in offset order."""
+    return {p: [r["value"] for r in kafka_lab.cluster.browse("orders", p, limit=10_000)] for p in range(3)}
+
+
+def test_an_idempotent_producer_writes_each_record_once_in_order_through_a_leader_kill(
+    kafka_lab: ServedCluster,
+) -> None:
+    producer = KafkaProducer(
+        bootstrap_servers=kafka_lab.bootstrap_servers,
+        enable_idempotence=True,  # InitProducerId, then a producer id, epoch and sequence in each batch
+        acks="all",
+        linger_ms=5,
+        retry_backoff_ms=100,
+        request_timeout_ms=5_000,
+        max_in_flight_requests_per_connection=1,  # kafka-python's idempotent producer insists on 1
+    )
+    acked: list[bytes] = []
+    failed: list[BaseException] = []
+    lock = threading.Lock()
+
+    def done(value: bytes):
+        def ok(_metadata: object) -> None:
+            with lock:
+                acked.append(value)
+
+        return ok
+
+    victim = kafka_lab.cluster.leader_of("orders", 0)
+    for i in range(10_000):
+        value = b"record-%05d" % i
+        producer.send("orders", value=value).add_callback(done(value)).add_errback(failed.append)
+        if i == 3_000:
+            kafka_lab.cluster.kill_broker(victim)
+    producer.flush(timeout=120)
+    producer.close()
+    assert not failed, failed[:3]
+    assert len(acked) == 10_000
+    assert kafka_lab.cluster.leader_of("orders", 0) != victim
+    assert wait_until(lambda: sum(len(v) for v in logged_values(kafka_lab).values()) >= 10_000, 60)
+    logs = logged_values(kafka_lab)
+    every = [v for values in logs.values() for v in values]
+    assert len(every) == len(set(every)) == 10_000  # no retry wrote a record twice
+    assert set(every) == {v.decode() for v in acked}
+    for values in logs.values():
+        assert values == sorted(values)  # each partition in the order the records were sent
+    producers = {
+        p["producer_id"]
+        for part in kafka_lab.cluster.snapshot()["topics"]["orders"]["partitions"]
+        for log in part["logs"].values()
+        for p in log["producers"]
+    }
+    assert len(producers) == 1  # one producer id, from InitProducerId, on every replica

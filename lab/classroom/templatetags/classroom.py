@@ -4,6 +4,7 @@ read-only and presenter mode) and ``{% classroom_side lab can_act %}`` at the to
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django import template
@@ -14,7 +15,9 @@ from django.utils.safestring import SafeString, mark_safe
 from lab import access
 from lab.classroom import attach, content
 from lab.classroom.copying import COPIED, NOT_COPIED
+from lab.classroom.grading import ExerciseSession
 from lab.classroom.models import Demo, DemoCopy, DemoViewer, ExerciseProgress, ScenarioLab
+from lab.classroom.player import ScenarioPlayer
 from lab.hosts import student_urls
 from lab.models import Lab
 
@@ -28,6 +31,14 @@ def markdown(text: str) -> SafeString:
 
 def _fragment(key: str, view: object) -> str:
     return render_to_string(attach.FRAGMENTS[key], {"v": view, "key": key})
+
+
+def _shown(live: Any, key: str, first: Callable[[], object]) -> object:
+    """The view the lab last published under ``key``; before its first frame with it (the command
+    that hooks it in may not have run yet), ``first()``: what it starts as. The websocket's full
+    state follows either way."""
+    view = live.frame.views.get(key)
+    return view if view is not None else first()
 
 
 def _join_addresses(request: Any) -> dict[str, Any]:
@@ -59,8 +70,11 @@ def classroom_banner(context: template.Context, lab: Lab, can_act: bool) -> Safe
     }
     if demo is not None and demo.active:
         ctx.update(_join_addresses(request))
-        attach.ensure_demo(demo)
-        ctx["demo_live"] = _fragment(attach.DEMO_VIEW, attach.demo_view(lab.slug))
+        live = attach.ensure_demo(demo)
+        first = attach.DemoView(
+            lab=lab.slug, code=demo.join_code, active=True, copies=0, copies_ready=0, copied_at=""
+        )
+        ctx["demo_live"] = _fragment(attach.DEMO_VIEW, _shown(live, attach.DEMO_VIEW, lambda: first))
         ctx["watching"] = DemoViewer.objects.filter(demo=demo, user=user).exists()
         ctx["viewers"] = list(demo.viewers.select_related("user").order_by("joined"))
         ctx["my_copy"] = DemoCopy.objects.filter(demo=demo, user=user).select_related("lab").first()
@@ -79,7 +93,12 @@ def classroom_side(context: template.Context, lab: Lab, can_act: bool) -> SafeSt
     if progress is not None and exercise is not None:
         from lab.classroom.views import questions_of
 
-        session = attach.ensure_exercise(progress)
+        live = attach.ensure_exercise(progress)
+        passed = {int(k): str(v) for k, v in (progress.checks or {}).items()}
+
+        def starting() -> object:
+            return ExerciseSession(exercise, lab=lab.slug, passed=passed, start=progress.start or None).view
+
         parts.append(
             render_to_string(
                 "classroom/_exercise_panel.html",
@@ -90,23 +109,29 @@ def classroom_side(context: template.Context, lab: Lab, can_act: bool) -> SafeSt
                     "can_act": can_act,
                     "is_instructor": access.is_instructor(user),
                     "questions": questions_of(exercise, progress, editable=can_act),
-                    "live": _fragment(attach.EXERCISE_VIEW, session.view if session else None),
+                    "live": _fragment(
+                        attach.EXERCISE_VIEW, _shown(live, attach.EXERCISE_VIEW, starting) if live else None
+                    ),
                 },
                 request=request,
             )
         )
     scenario_lab = ScenarioLab.objects.filter(lab=lab).first()
     if scenario_lab is not None:
-        player = attach.ensure_player(scenario_lab)
+        scenario = content.scenario(scenario_lab.scenario)
+        view: object = None
+        if scenario is not None:
+            live = attach.ensure_player(scenario_lab)
+            view = _shown(live, attach.PLAYER_VIEW, lambda: ScenarioPlayer(scenario, lab=lab.slug).view)
         parts.append(
             render_to_string(
                 "classroom/_player_panel.html",
                 {
                     "lab": lab,
                     "scenario_lab": scenario_lab,
-                    "scenario": content.scenario(scenario_lab.scenario),
+                    "scenario": scenario,
                     "can_act": can_act,
-                    "live": _fragment(attach.PLAYER_VIEW, player.view if player else None),
+                    "live": _fragment(attach.PLAYER_VIEW, view),
                 },
                 request=request,
             )

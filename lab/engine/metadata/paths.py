@@ -451,6 +451,48 @@ def decode_cluster_id(data: bytes, path: str = CLUSTER_ID) -> str:
     return cluster_id
 
 
+# /latest_producer_id_block
+
+
+PRODUCER_ID_BLOCK_SIZE = 1000  # ProducerIdsBlock.PRODUCER_ID_BLOCK_SIZE
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProducerIdBlock:
+    """A block of producer ids one broker took (Kafka's ProducerIdsBlock)."""
+
+    broker: int
+    block_start: int
+    block_end: int  # inclusive
+
+
+def encode_producer_id_block(block: ProducerIdBlock) -> bytes:
+    """Kafka's ProducerIdBlockZNode: version 1, the ids as strings (they are longs)."""
+    return _dumps(
+        {
+            "version": 1,
+            "broker": block.broker,
+            "block_start": str(block.block_start),
+            "block_end": str(block.block_end),
+        }
+    )
+
+
+def decode_producer_id_block(data: bytes, path: str = LATEST_PRODUCER_ID_BLOCK) -> ProducerIdBlock | None:
+    """None for the empty znode every broker creates at start-up (no block taken yet)."""
+    if not data:
+        return None
+    r = _Reader("producer id block", data, path)
+    r.version([1])
+    try:
+        start, end = int(r.string("block_start")), int(r.string("block_end"))
+    except ValueError:
+        r.fail("block_start and block_end must be numbers in strings")
+    if start < 0 or end < start:
+        r.fail(f"block [{start}, {end}] is empty or negative")
+    return ProducerIdBlock(broker=r.integer("broker"), block_start=start, block_end=end)
+
+
 # /brokers/topics/<t>
 
 

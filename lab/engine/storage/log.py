@@ -49,6 +49,7 @@ from lab.engine.records import (
 from lab.engine.storage.config import LogConfig
 from lab.engine.storage.epochs import LeaderEpochCache
 from lab.engine.storage.index import CorruptIndex
+from lab.engine.storage.producer_state import ProducerStateEntry, ProducerStateManager, increment_sequence
 from lab.engine.storage.segment import (
     CLEANED_SUFFIX,
     DELETED_SUFFIX,
@@ -82,6 +83,7 @@ class AppendInfo:
     batch_count: int
     size_in_bytes: int
     log_append_time: int = NO_TIMESTAMP  # the lab keeps CreateTime; LogAppendTime is not modelled
+    duplicate: bool = False  # an idempotent producer's retry: nothing appended, the original's offsets
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -180,6 +182,7 @@ class PartitionLog:
         self._delete_horizon_known = False
         self._closed = False
         self._segments[-1].open_handle()
+        self._producer_state = ProducerStateManager(directory, directory.name)
 
     # --- opening and recovery -----------------------------------------------------------------------
 
@@ -214,7 +217,7 @@ class PartitionLog:
         start = min(start, log_end_offset)
         epoch_cache.truncate_from_end(log_end_offset)
         epoch_cache.truncate_from_start(start)
-        return cls(
+        log = cls(
             directory,
             config,
             segments,
@@ -223,6 +226,8 @@ class PartitionLog:
             recovery_point=min(max(recovery_point or 0, start), log_end_offset),
             cleaner_checkpoint=min(max(cleaner_checkpoint or start, start), log_end_offset),
         )
+        log._load_producer_state()
+        return log
 
     # --- properties -----------------------------------------------------------------------------------
 
@@ -281,6 +286,21 @@ class PartitionLog:
     def closed(self) -> bool:
         return self._closed
 
+    @property
+    def producer_state(self) -> ProducerStateManager:
+        return self._producer_state
+
+    def _load_producer_state(self) -> None:
+        """Kafka's loadProducerState: the latest snapshot at or below the log end, then the batches after it."""
+        state = self._producer_state
+        start = state.reload(self._log_start_offset, self.log_end_offset)
+        for segment in self._segments:
+            if segment.next_offset <= start or segment.size == 0:
+                continue
+            for fields in segment.headers_from(start):
+                if not fields[5] & CONTROL_MASK:
+                    state.update(fields)
+
     def __repr__(self) -> str:
         return (
             f"PartitionLog({self._dir.name}, log_start_offset={self._log_start_offset}, "
@@ -310,6 +330,7 @@ class PartitionLog:
         view = memoryview(batches)
         total = len(view)
         slots: list[tuple[int, int, int, int]] = []  # position, size, last offset delta, max timestamp
+        idempotent: list[tuple[int, tuple[int, ...]]] = []  # slot index, header fields
         pos = 0
         while pos < total:
             fields = check_batch(view, pos)
@@ -328,11 +349,18 @@ class PartitionLog:
                 raise InvalidRecord("clients are not allowed to write control batches")
             if config.compact:
                 self._check_keys(view[pos : pos + size], pos)
+            if fields[9] >= 0:
+                idempotent.append((len(slots), fields))
             slots.append((pos, size, last_delta, fields[8]))
             pos += size
         if not slots:
             return _nothing_appended()
         first_offset = self.log_end_offset
+        pending: dict[int, ProducerStateEntry] = {}
+        if idempotent:
+            duplicate = self._check_producers(idempotent, pending, first_offset)
+            if duplicate is not None:
+                return duplicate
         pieces: list[bytes | memoryview] = []
         batch_infos: list[tuple[int, int, int]] = []
         offset = first_offset
@@ -350,6 +378,13 @@ class PartitionLog:
         self._maybe_roll(total, max_timestamp, first_offset, last_offset, now_ms)
         self._segments[-1].append(pieces, batch_infos)
         self._epoch_cache.assign(leader_epoch, first_offset)
+        if idempotent:
+            for index, fields in idempotent:
+                last = batch_infos[index][1]
+                pending[fields[9]].add_batch(
+                    fields[10], increment_sequence(fields[11], fields[6]), last, fields[6], fields[8]
+                )
+            self._producer_state.commit(pending)
         return AppendInfo(
             first_offset=first_offset,
             last_offset=last_offset,
@@ -359,6 +394,30 @@ class PartitionLog:
             batch_count=len(slots),
             size_in_bytes=total,
         )
+
+    def _check_producers(
+        self,
+        idempotent: list[tuple[int, tuple[int, ...]]],
+        pending: dict[int, ProducerStateEntry],
+        offset: int,
+    ) -> AppendInfo | None:
+        """The producer state's checks of every idempotent batch; the original's offsets for a duplicate."""
+        for _index, fields in idempotent:
+            duplicate = self._producer_state.check_append(
+                pending, fields[9], fields[10], fields[11], fields[6], offset
+            )
+            if duplicate is not None:
+                return AppendInfo(
+                    first_offset=duplicate.first_offset,
+                    last_offset=duplicate.last_offset,
+                    max_timestamp=duplicate.timestamp,
+                    offset_of_max_timestamp=duplicate.last_offset,
+                    record_count=0,
+                    batch_count=0,
+                    size_in_bytes=0,
+                    duplicate=True,
+                )
+        return None
 
     def _check_keys(self, batch: memoryview, position: int) -> None:
         for index, record in enumerate(decode_records(batch)):
@@ -380,6 +439,7 @@ class PartitionLog:
         total = len(view)
         batch_infos: list[tuple[int, int, int]] = []
         epochs: list[tuple[int, int]] = []
+        producers: list[tuple[int, ...]] = []  # idempotent batches' header fields
         pos = 0
         previous_last = self.log_end_offset - 1
         record_count = 0
@@ -403,6 +463,8 @@ class PartitionLog:
             batch_infos.append((size, last, fields[8]))
             if fields[2] >= 0:
                 epochs.append((fields[2], base))
+            if fields[9] >= 0 and not fields[5] & CONTROL_MASK:
+                producers.append(fields)
             if fields[8] > max_timestamp:
                 max_timestamp, offset_of_max = fields[8], last
             record_count += fields[12]
@@ -415,6 +477,8 @@ class PartitionLog:
         self._segments[-1].append([view], batch_infos)
         for epoch, start in epochs:
             self._epoch_cache.assign(epoch, start)
+        for fields in producers:
+            self._producer_state.update(fields)
         return AppendInfo(
             first_offset=first,
             last_offset=previous_last,
@@ -469,6 +533,9 @@ class PartitionLog:
         segment.open_handle()
         self._segments.append(segment)
         self._bases.append(new_base)
+        # As Kafka: a producer snapshot at the new segment's base offset on every roll, so that
+        # loading the state replays at most the active segment.
+        self._producer_state.take_snapshot(new_base)
         # Kafka schedules a flush of everything before the new segment on every roll.
         self.flush(new_base)
 
@@ -555,6 +622,7 @@ class PartitionLog:
         self._log_start_offset = min(self._log_start_offset, end)
         self._recovery_point = min(self._recovery_point, end)
         self._cleaner_checkpoint = min(self._cleaner_checkpoint, end)
+        self._load_producer_state()  # Kafka's truncateAndReload
         return True
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
@@ -572,6 +640,7 @@ class PartitionLog:
         self._log_start_offset = offset
         self._recovery_point = offset
         self._cleaner_checkpoint = offset
+        self._producer_state.clear()
 
     # --- durability and life cycle ------------------------------------------------------------------
 
@@ -594,6 +663,7 @@ class PartitionLog:
         if self._closed:
             return
         self.flush()
+        self._producer_state.take_snapshot(self.log_end_offset)  # a clean shutdown leaves one, as Kafka's
         for segment in self._segments:
             segment.close()
         self._closed = True
@@ -702,6 +772,7 @@ class PartitionLog:
     def _delete_first_segment(self) -> None:
         self._segments.pop(0).delete()
         self._bases.pop(0)
+        self._producer_state.delete_snapshots_below(self._bases[0])
 
     def _delete_below_log_start(self) -> int:
         count = 0

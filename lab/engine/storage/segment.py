@@ -416,6 +416,14 @@ class LogSegment:
         for slot, _fields, view in self._scan(0, validate=validate):
             yield slot, bytes(view)
 
+    def headers_from(self, offset: int) -> Iterator[tuple[int, ...]]:
+        """The header fields of every batch from the one holding ``offset`` on (producer state's replay)."""
+        slot = self.translate_offset(offset)
+        if slot is None:
+            return
+        for _slot, fields, _view in self._scan(slot.position, validate=False):
+            yield fields
+
     def translate_offset(self, offset: int) -> BatchSlot | None:
         """The first batch whose last offset is >= ``offset`` (the one holding it), None if past the end."""
         with self._reader() as fd:
