@@ -202,10 +202,6 @@ def create_lab(
 def delete_lab_data(lab: Lab) -> None:
     """Stop the lab, then remove its logs and its ZooKeeper chroot (the caller deletes the row after).
     Not while ZooKeeper is out: its znodes must go with it (ZOOKEEPER_NOT_AVAILABLE, nothing deleted)."""
-    if on_workers():
-        from lab import remote
-
-        remote.forget(lab.slug)  # its owner stops it; no worker takes it up again
     running = runtime.get(lab.slug)
     if running is not None and running.zookeeper_outage:
         raise ZooKeeperNotAvailable(
@@ -216,6 +212,10 @@ def delete_lab_data(lab: Lab) -> None:
 
 def _forget(slug: str, data_dir: str, chroot: str) -> None:
     """A lab gone: its runtime stopped, its logs and its chroot removed (each again is harmless)."""
+    if on_workers():
+        from lab import remote
+
+        remote.forget(slug)  # its owner (a lab worker) stops it, and no worker takes it up again
     runtime.stop(slug)
     data = Path(data_dir).resolve()
     if data.is_relative_to(labs_dir().resolve()) and data.exists():
@@ -295,21 +295,22 @@ def zookeeper_outage(lab: Lab | None) -> str:
 def boot() -> list[LiveLab]:
     """Start every lab (the demo one included), and hook the classroom back into them:
     what ``make run`` does after migrating."""
-    if on_workers():
-        # Each lab to a worker with room; beyond every worker's cap a lab waits (its page says why).
-        # The classroom's hooks are Python functions on a lab's thread: they do not travel to workers yet.
-        placed = []
-        for lab in Lab.objects.all():
-            try:
-                placed.append(live_of(lab))
-            except (KafkaError, TimeoutError) as error:
-                log.warning("lab %s was not started: %s", lab.slug, error)
-        return placed
-    started = [live_of(lab) for lab in Lab.objects.all()]
     from lab.classroom.attach import reattach_all
 
-    reattach_all()
-    return started
+    if not on_workers():
+        started = [live_of(lab) for lab in Lab.objects.all()]
+        reattach_all()
+        return started
+    # Each lab to a worker with room; beyond every worker's cap a lab waits (its page says why). The
+    # classroom's hooks are named commands: they reach the labs on their workers as anywhere.
+    placed = []
+    for lab in Lab.objects.all():
+        try:
+            placed.append(live_of(lab))
+        except (KafkaError, TimeoutError) as error:
+            log.warning("lab %s was not started: %s", lab.slug, error)
+    reattach_all([live.slug for live in placed])
+    return placed
 
 
 def stop_all() -> None:

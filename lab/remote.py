@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import contextlib
 import threading
+from collections.abc import Mapping
 from concurrent.futures import Future
+from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
@@ -91,6 +93,14 @@ def tell(slug: str, op: str, **fields: Any) -> None:
     courier().send(channel, {"type": COMMAND, "op": op, "slug": slug, **fields})
 
 
+@dataclass(frozen=True, slots=True)
+class NoViews:
+    """A lab on a worker has its frames there: code that reads ``live.frame.views`` here finds none and
+    draws what a view starts as; the page's websocket gets the owner's full state right after."""
+
+    views: Mapping[str, object] = field(default_factory=dict)
+
+
 class RemoteLab:
     """A lab run by a lab worker, as the web code sees it."""
 
@@ -98,6 +108,7 @@ class RemoteLab:
         self.slug = slug
         self.group = group_name(slug)
         self.renderer = None
+        self.frame = NoViews()
         self._take(status)
 
     def _take(self, status: dict[str, Any]) -> None:

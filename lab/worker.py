@@ -173,6 +173,10 @@ class Worker:
                 raise UnknownTopicOrPartition(f"there is no lab {slug}")
             live = labs.live_of(lab)
         if previous:
+            from lab.classroom.attach import reattach_all
+
+            # Its exercise, scenario player or demo banner lived on the worker that stopped: here now.
+            reattach_all([slug])
             text = f"The lab moved to worker {self.name} after worker {previous} stopped."
             print(f"worker {self.name}: {slug}: {text}", flush=True)
             self.moved[slug] = text

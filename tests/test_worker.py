@@ -119,6 +119,9 @@ def test_the_web_process_runs_no_lab_and_a_command_reaches_the_labs_owner(
     assert not any(alive(w.pid) for w in workers), "a worker outlived make run"
 
 
+_EXERCISE_STARTED = (
+    "from lab.classroom.models import ExerciseProgress as P; print(bool(P.objects.get().start))"
+)
 _CHROOT_OF_DEMO = "from lab.models import Lab; print(Lab.objects.get(slug='demo').zookeeper_chroot)"
 _TOPICS_OF_DEMO = "from lab.models import Lab; print([t['name'] for t in Lab.objects.get(slug='demo').settings.get('topics', [])])"
 
@@ -313,3 +316,31 @@ def test_without_zookeeper_the_labs_run_in_the_web_process_and_it_says_why(tmp_p
     assert "Labs: demo (the demo lab is /labs/demo/)" in output  # run here, on the memory store
     assert not (tmp_path / "workers").exists()
     assert "Traceback" not in output
+
+
+def test_an_exercise_started_with_workers_is_graded_on_the_labs_worker(
+    tmp_path: Path, zookeeper: str
+) -> None:
+    server = _serve(tmp_path, zookeeper, workers=2)
+    zk = _ownership(server, zookeeper)
+    try:
+        session = _logged_in(server)
+        started = session.post(
+            server.url + "/exercises/1-partitions-and-offsets/start/",
+            data={"csrfmiddlewaretoken": session.cookies["csrftoken"]},
+            timeout=60,
+        )
+        assert started.status_code == 200, started.text[:500]
+        slug = started.url.rstrip("/").rsplit("/", 1)[-1]
+        assert started.url == f"{server.url}/labs/{slug}/"
+        lease = zk.lease(slug)
+        assert lease is not None, "the exercise's lab runs on a worker"
+        # The exercise's hook (its setup, its checks) lives with the lab on its worker (the web process runs
+        # no lab): the snapshot it takes when the setup has played is saved by the worker.
+        assert 'id="exercise-checks"' in session.get(f"{server.url}/labs/{slug}/", timeout=30).text
+        assert wait_until(
+            lambda: server.manage("shell", "-c", _EXERCISE_STARTED).strip().endswith("True"), 90
+        )
+    finally:
+        zk.close()
+        assert server.stop() == 0, server.output()
