@@ -145,8 +145,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--workers",
         type=int,
-        default=0,
-        help="lab worker processes to run the labs (default 0: the labs run in this process)",
+        default=int(os.environ.get("WORKERS", "").strip() or 0),  # make's variable, if in the environment
+        help="lab worker processes to run the labs (default $WORKERS, else 0: the labs run in this process)",
     )
     args = parser.parse_args(argv)
 

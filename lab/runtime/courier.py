@@ -57,6 +57,7 @@ class Courier:
         self._pending: dict[str, Future[Any]] = {}
         self._handler: Handler | None = None
         self._receiving: asyncio.Task[None] | None = None
+        self._closing = False
         self.call(self._start()).result(10)
 
     async def _start(self) -> None:
@@ -131,22 +132,25 @@ class Courier:
             self.loop.close()
 
     async def _shutdown(self) -> None:
+        self._closing = True
         task = self._receiving
         if task is not None:
             task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            # channels-redis may hold a cancelled receive a while (its own clean-up): not past a second.
+            await asyncio.wait({task}, timeout=1.0)
         close_pools = getattr(self.layer, "close_pools", None)
         if close_pools is not None:
             await close_pools()
 
     async def _receive(self) -> None:
-        while True:
+        while not self._closing:
             try:
                 message = await self.layer.receive(self.channel)
             except asyncio.CancelledError:
                 raise
             except Exception:  # Redis restarting: try again shortly
+                if self._closing:
+                    return  # channels-redis turned the cancellation into an error of its own
                 log.warning("the courier could not receive; trying again", exc_info=True)
                 await asyncio.sleep(0.5)
                 continue
