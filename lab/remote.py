@@ -109,6 +109,9 @@ class RemoteLab:
         self.group = group_name(slug)
         self.renderer = None
         self.frame = NoViews()
+        # The owner answers commands once the lab runs (they wait while it starts): nothing to wait for here.
+        self.ready: Future[None] = Future()
+        self.ready.set_result(None)
         self._take(status)
 
     def _take(self, status: dict[str, Any]) -> None:
@@ -123,6 +126,7 @@ class RemoteLab:
         self.moved: str = status["moved"]
         self.worker: str = status["worker"]
         self._nap: str = status["nap"]
+        self.listeners_json: dict[str, Any] = status["listeners"]
         s = status["spec"]
         self.spec = LabSpec.from_settings(
             slug=s["slug"],
@@ -136,9 +140,9 @@ class RemoteLab:
     def nap_text(self) -> str:
         return self._nap
 
-    def act(self, name: str, args: dict[str, Any]) -> Future[Any]:
-        """The named command on the lab's owner; the future holds its JSON-safe answer."""
-        answer = ask(self.slug, "act", settings.LAB_WORKER_TIMEOUT_S, name=name, args=dict(args))
+    def act(self, name: str, args: Mapping[str, Any], *, by: str = "") -> Future[Any]:
+        """The named command on the lab's owner, asked by ``by``; the future holds its JSON-safe answer."""
+        answer = ask(self.slug, "act", settings.LAB_WORKER_TIMEOUT_S, name=name, args=dict(args), by=by)
         future: Future[Any] = Future()
 
         def done(f: Future[Any]) -> None:

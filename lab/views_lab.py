@@ -26,7 +26,7 @@ from lab.engine.errors import IllegalArgument, KafkaError, ZooKeeperNotAvailable
 from lab.labs import asave_spec, live_of, page_parts
 from lab.models import Lab
 from lab.request_size import reads_too_large, too_large, too_large_message
-from lab.runtime.actions import PARSERS
+from lab.runtime.actions import CONTROLS
 from lab.runtime.live import LiveLab
 from lab.visuals.glossary import governed_by
 
@@ -98,7 +98,7 @@ async def act(request: HttpRequest, slug: str, action: str) -> HttpResponse:
             return _toast(False, "You are logged out: reload the page and log in.", status=401)
         return redirect_to_login(request.get_full_path())
     lab = await _lab_for(request, slug)
-    if action not in PARSERS:
+    if action not in CONTROLS:
         raise Http404(f"no control named {action}")
     if too_large(request):
         return _toast(False, f"INVALID_REQUEST: {too_large_message(too_large(request))}", status=413)
@@ -106,7 +106,7 @@ async def act(request: HttpRequest, slug: str, action: str) -> HttpResponse:
     try:
         # On a lab worker (make run WORKERS=N) the lab's owner may not answer: that is a 504 too.
         live: LiveLab = await asyncio.to_thread(live_of, lab)
-        future = live.act(action, params)
+        future = live.act(action, params, by=user.get_username())
         result = await asyncio.wait_for(asyncio.wrap_future(future), ACT_TIMEOUT_S)
     except IllegalArgument as error:
         return _toast(False, f"{error.name}: {error.message}", status=400)
@@ -121,4 +121,4 @@ async def act(request: HttpRequest, slug: str, action: str) -> HttpResponse:
         )
         return _toast(False, text, status=504)
     await asave_spec(lab, live.spec)
-    return _toast(True, str(result))
+    return _toast(True, str(result["message"] if isinstance(result, dict) else result))

@@ -208,7 +208,8 @@ class Worker:
             await self.courier.reply(message, error=error)
             return
         if op == "act":
-            future = live.act(str(message.get("name", "")), dict(message.get("args") or {}))
+            args = dict(message.get("args") or {})
+            future = live.act(str(message.get("name", "")), args, by=str(message.get("by", "")))
             try:
                 result = await asyncio.wrap_future(future)
             except Exception as error:
@@ -253,6 +254,20 @@ class Worker:
             save_spec(lab, live.spec)
 
 
+def listeners_of(live: Any) -> dict[str, Any]:
+    """``bootstrap_servers`` and each broker's listener, as the API's lab shows them (JSON)."""
+    from lab.listening import view_of
+
+    view = view_of(live)
+    return {
+        "bootstrap_servers": view.bootstrap_servers,
+        "listeners": [
+            {"broker": b.broker_id, "host": b.host, "port": b.port, "open": b.open, "error": b.error or None}
+            for b in view.brokers
+        ],
+    }
+
+
 def page_lapse_s() -> float:
     """How long a page's subscription lasts unless renewed (the page renews 3 times in it)."""
     from django.conf import settings
@@ -274,6 +289,7 @@ def status_of(live: Any, worker: str, moved: str = "") -> dict[str, Any]:
         "nap": live.nap_text(),
         "starting_note": live.starting_note,
         "moved": moved,
+        "listeners": listeners_of(live),
         "worker": worker,
         "spec": {
             "slug": spec.slug,

@@ -221,6 +221,11 @@ def test_a_lab_made_and_deleted_through_the_api_starts_on_a_worker_and_goes_with
         assert made.json()["state"] in ("starting", "running")
         lease = zk.lease("second")
         assert lease is not None
+        # The API's reads are commands too: the snapshot comes from the lab's worker, and where it listens.
+        demo = requests.get(server.url + "/api/labs/demo", headers=headers, timeout=60)
+        assert demo.status_code == 200, demo.text
+        assert [b["id"] for b in demo.json()["snapshot"]["brokers"]] == [1, 2, 3]
+        assert demo.json()["bootstrap_servers"].count("127.0.0.1:") == 3
         listed = requests.get(server.url + "/api/labs", headers=headers, timeout=30).json()
         assert {lab["slug"]: lab["state"] for lab in listed} == {"demo": "running", "second": "running"}
         assert lease.worker in ("1", "2")

@@ -246,7 +246,7 @@ class PartitionsForm(PanelForm):
 
 
 class DeleteForm(PanelForm):
-    error_fields = {InvalidRequest: "confirm", UnknownTopicOrPartition: "confirm"}
+    error_fields = {InvalidTopic: "confirm", UnknownTopicOrPartition: "confirm"}
 
     confirm = forms.CharField(required=False, label="Type the topic's name to confirm")
 

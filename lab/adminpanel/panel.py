@@ -2,8 +2,9 @@
 
 ``panel_view`` resolves the lab as ``lab.access`` says (anonymous: the login page, or 401 for
 htmx; a lab they may not see: 404; a change to a lab they may only watch: 403) and hands the
-view a ``Panel``. ``Panel.call`` runs a function on the lab's driver thread and awaits its
-answer without holding a worker thread, as the dashboard's controls do.
+view a ``Panel``. ``Panel.call`` asks the lab for a named command with JSON arguments (the same
+commands the API asks for, ``lab.runtime.commands``) and awaits its answer without holding a worker
+thread, as the dashboard's controls do.
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ from lab import access
 from lab.engine.errors import IllegalState, KafkaError
 from lab.labs import asave_spec, live_of
 from lab.models import Lab
-from lab.runtime.actions import Act
 from lab.runtime.live import LiveLab
 
 CALL_TIMEOUT_S = 30.0
@@ -41,14 +41,14 @@ class Panel:
     live: LiveLab
     can_act: bool
 
-    async def call(self, fn: Act) -> Any:
-        """Run ``fn(live)`` on the driver thread; its result, or its Kafka error raised here."""
+    async def call(self, name: str, args: Mapping[str, Any] | None = None) -> Any:
+        """Command ``name`` with ``args`` on the lab; its answer, or its Kafka error raised here."""
         if not self.live.ready.done():
             await asyncio.wait_for(asyncio.wrap_future(self.live.ready), START_TIMEOUT_S)
         if self.live.state != "running":
             why = f": {self.live.error}" if self.live.error else ""
             raise IllegalState(f"the lab is {self.live.state}{why}")
-        future = self.live.submit(fn)
+        future = self.live.act(name, dict(args or {}), by=self.request.user.get_username())
         return await asyncio.wait_for(asyncio.wrap_future(future), CALL_TIMEOUT_S)
 
     async def save_spec(self) -> None:

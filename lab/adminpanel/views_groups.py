@@ -11,7 +11,7 @@ from typing import Any
 from django.http import HttpResponse
 from django.views.decorators.http import require_GET, require_POST
 
-from lab.adminpanel import ops, rows
+from lab.adminpanel import rows
 from lab.adminpanel.forms import ResetForm
 from lab.adminpanel.panel import Panel, panel_view
 from lab.engine.errors import IllegalArgument, KafkaError
@@ -33,7 +33,7 @@ def _context(snap: dict[str, Any]) -> dict[str, Any]:
 @require_GET
 @panel_view()
 async def groups(panel: Panel) -> HttpResponse:
-    context = _context(await panel.call(ops.snapshot()))
+    context = _context(await panel.call("snapshot"))
     chosen = panel.request.GET.get("group", "")
     first = context["groups"][0] if context["groups"] else None
     group = next((g for g in context["groups"] if g.group_id == chosen), first)
@@ -50,22 +50,31 @@ async def groups(panel: Panel) -> HttpResponse:
 @panel_view()
 async def groups_list(panel: Panel) -> HttpResponse:
     """The groups alone (polled every second: states, members, lag)."""
-    return panel.render(f"{TEMPLATE}#groups-list", _context(await panel.call(ops.snapshot())))
+    return panel.render(f"{TEMPLATE}#groups-list", _context(await panel.call("snapshot")))
 
 
 @require_POST
 @panel_view(act=True)
 async def reset(panel: Panel) -> HttpResponse:
-    context = _context(await panel.call(ops.snapshot()))
+    context = _context(await panel.call("snapshot"))
     form = ResetForm(panel.request.POST, topics=context["topic_names"])
     context["form"] = form
     if not form.is_valid():
         return panel.render(f"{TEMPLATE}#reset-form", context, status=400)
     data = form.cleaned_data
     try:
-        said = await panel.call(
-            ops.reset_offsets(data["group"], data["topic"], data["target"], data["partitions"])
-        )
+        target = data["target"]
+        args = {
+            "group": data["group"],
+            "topic": data["topic"],
+            "to": target
+            if isinstance(target, str)
+            else ("offset" if isinstance(target, int) else "timestamp"),
+            "offset": target if isinstance(target, int) else None,
+            "timestamp": target["timestamp"] if isinstance(target, dict) else None,
+            "partitions": None if data["partitions"] is None else list(data["partitions"]),
+        }
+        said = (await panel.call("group-reset", args))["message"]
     except KafkaError as error:
         form.attach(error)
         return panel.render(

@@ -7,6 +7,7 @@ Records are read at the partition's leader below its high watermark, as a consum
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
@@ -14,11 +15,28 @@ from django.http import Http404, HttpResponse
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from lab.adminpanel import export, ops, rows
+from lab.adminpanel import export, rows
 from lab.adminpanel.forms import PAGE_SIZES, BrowseForm, ProduceForm, Query
 from lab.adminpanel.panel import Panel, panel_view
 from lab.engine.errors import IllegalArgument, KafkaError
 from lab.request_size import reads_too_large, too_large, too_large_message
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Page:
+    """One page of the message browser, as the lab's ``messages`` command answers it: the records and
+    where they sit in the partition's log."""
+
+    topic: str
+    partition: int
+    leader: int
+    log_start_offset: int
+    high_watermark: int
+    log_end_offset: int
+    records: list[dict[str, Any]]
+    start: int  # the offset the read started from
+    full: bool  # as many records as asked: there may be more after
+
 
 TEMPLATE = "adminpanel/messages.html"
 CHANGED = {"HX-Trigger": "lab-changed"}
@@ -45,29 +63,28 @@ def marked(text: str | None, search: str) -> list[tuple[str, bool]]:
 
 
 async def _partitions(panel: Panel, topic: str) -> rows.TopicDetail:
-    detail = rows.topic_detail(await panel.call(ops.snapshot()), topic)
+    detail = rows.topic_detail(await panel.call("snapshot"), topic)
     if detail is None:
         raise Http404(f"There is no topic {topic} in this lab.")
     return detail
 
 
-async def _read(panel: Panel, topic: str, form: BrowseForm) -> tuple[Query, ops.Page | None, str]:
+async def _read(panel: Panel, topic: str, form: BrowseForm) -> tuple[Query, Page | None, str]:
     """The selection, and its page of records or why there is none (the error also lands beside its field)."""
     if not form.is_valid():
         return Query(), None, ""
     q = form.query()
     try:
-        page: ops.Page = await panel.call(
-            ops.browse(
-                topic,
-                q.partition,
-                start=q.start,
-                offset=q.offset,
-                time_ms=q.time_ms,
-                search=q.search,
-                limit=q.limit,
-            )
-        )
+        args = {
+            "topic": topic,
+            "partition": q.partition,
+            "start": q.start,
+            "offset": q.offset,
+            "time_ms": q.time_ms,
+            "search": q.search,
+            "limit": q.limit,
+        }
+        page = Page(**await panel.call("messages", args))
     except KafkaError as error:
         form.attach(error)
         return q, None, str(error)
@@ -75,7 +92,7 @@ async def _read(panel: Panel, topic: str, form: BrowseForm) -> tuple[Query, ops.
 
 
 def _results_context(
-    panel: Panel, topic: str, form: BrowseForm, read: tuple[Query, ops.Page | None, str]
+    panel: Panel, topic: str, form: BrowseForm, read: tuple[Query, Page | None, str]
 ) -> dict[str, Any]:
     q, page, error = read
     base = reverse("adminpanel:messages", kwargs={"slug": panel.lab.slug, "topic": topic})
@@ -191,16 +208,15 @@ async def produce(panel: Panel, topic: str) -> HttpResponse:
     key = str(data.get("key") or "") or None
     value = None if data.get("tombstone") else str(data.get("value") or "")
     try:
-        said = await panel.call(
-            ops.produce(
-                topic,
-                key=key,
-                value=value,
-                partition=data["partition"],
-                acks=data["acks"],
-                count=data["count"],
-            )
-        )
+        args = {
+            "topic": topic,
+            "key": key,
+            "value": value,
+            "partition": data["partition"],
+            "acks": data["acks"],
+            "count": data["count"],
+        }
+        said = await panel.call("records-send", args)
     except KafkaError as error:
         form.attach(error)
         return panel.render(

@@ -14,7 +14,7 @@ from django.http import Http404, HttpResponse
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from lab.adminpanel import ops, rows
+from lab.adminpanel import rows
 from lab.adminpanel.forms import (
     ConfigForm,
     CreateTopicForm,
@@ -37,12 +37,13 @@ def _failed(error: KafkaError) -> int:
 
 
 async def _snapshot(panel: Panel) -> dict[str, Any]:
-    snap: dict[str, Any] = await panel.call(ops.snapshot())
+    snap: dict[str, Any] = await panel.call("snapshot")
     return snap
 
 
 async def _detail(panel: Panel, topic: str) -> rows.TopicDetail:
-    snap, overrides = await panel.call(ops.topic_state(topic))
+    state = await panel.call("topic-state", {"topic": topic})
+    snap, overrides = state["snapshot"], state["overrides"]
     detail = rows.topic_detail(snap, topic, overrides, panel.live.spec.config)
     if detail is None:
         raise Http404(f"There is no topic {topic} in this lab.")
@@ -108,9 +109,13 @@ async def create(panel: Panel) -> HttpResponse:
         return panel.render(f"{TEMPLATE}#create-form", _create_context(panel, form), status=400)
     data = form.cleaned_data
     try:
-        said = await panel.call(
-            ops.create_topic(data["name"], data["partitions"], data["replication_factor"], data["config"])
-        )
+        args = {
+            "name": data["name"],
+            "partitions": data["partitions"],
+            "replication_factor": data["replication_factor"],
+            "config": dict(data["config"]),
+        }
+        said = (await panel.call("topic-create", args))["message"]
     except KafkaError as error:
         form.attach(error)
         return panel.render(f"{TEMPLATE}#create-form", _create_context(panel, form), status=_failed(error))
@@ -127,7 +132,7 @@ async def create(panel: Panel) -> HttpResponse:
 async def elect_all(panel: Panel) -> HttpResponse:
     """A preferred-leader election over every partition of every topic."""
     try:
-        said = await panel.call(ops.elect_preferred(None))
+        said = (await panel.call("topic-elect-preferred"))["message"]
     except KafkaError as error:
         return _toast(panel, False, str(error), _failed(error))
     return _toast(panel, True, said)
@@ -186,9 +191,12 @@ async def config(panel: Panel, topic: str) -> HttpResponse:
     if not form.is_valid():
         return await _answer(panel, topic, "config-form", status=400, config_form=form)
     try:
-        said = await panel.call(
-            ops.alter_config(topic, form.cleaned_data["updates"], form.cleaned_data["remove"])
-        )
+        args = {
+            "topic": topic,
+            "set": dict(form.cleaned_data["updates"]),
+            "remove": list(form.cleaned_data["remove"]),
+        }
+        said = (await panel.call("topic-configs-alter", args))["message"]
     except KafkaError as error:
         form.attach(error)
         return await _answer(panel, topic, "config-form", status=_failed(error), config_form=form)
@@ -204,7 +212,9 @@ async def grow(panel: Panel, topic: str) -> HttpResponse:
     if not form.is_valid():
         return await _answer(panel, topic, "grow-form", status=400, grow_form=form)
     try:
-        said = await panel.call(ops.add_partitions(topic, form.cleaned_data["total"]))
+        said = (await panel.call("topic-partitions", {"topic": topic, "total": form.cleaned_data["total"]}))[
+            "message"
+        ]
     except KafkaError as error:
         form.attach(error)
         return await _answer(panel, topic, "grow-form", status=_failed(error), grow_form=form)
@@ -226,7 +236,8 @@ async def reassign(panel: Panel, topic: str) -> HttpResponse:
             panel, topic, "reassign-form", reassign_form=form, moves=data["moves"], encoded=data["encoded"]
         )
     try:
-        said = await panel.call(ops.reassign(topic, data["targets"]))
+        plan = {str(p): list(r) for p, r in data["targets"].items()}
+        said = (await panel.call("topic-reassign", {"topic": topic, "plan": plan}))["message"]
     except KafkaError as error:
         form.attach(error)
         return await _answer(panel, topic, "reassign-form", status=_failed(error), reassign_form=form)
@@ -249,7 +260,8 @@ async def elect(panel: Panel, topic: str) -> HttpResponse:
     if not form.is_valid():
         return _toast(panel, False, " ".join(e for errs in form.errors.values() for e in errs), 400)
     try:
-        said = await panel.call(ops.elect_preferred(topic, form.cleaned_data["partition"]))
+        args = {"topic": topic, "partition": form.cleaned_data["partition"]}
+        said = (await panel.call("topic-elect-preferred", args))["message"]
     except KafkaError as error:
         return _toast(panel, False, str(error), _failed(error))
     return _toast(panel, True, said)
@@ -263,7 +275,7 @@ async def delete(panel: Panel, topic: str) -> HttpResponse:
     if not form.is_valid():
         return await _answer(panel, topic, "delete-form", status=400, delete_form=form)
     try:
-        said = await panel.call(ops.delete_topic(topic))
+        said = (await panel.call("topic-delete", {"topic": topic}))["message"]
     except KafkaError as error:
         form.attach(error)
         return await _answer(panel, topic, "delete-form", status=_failed(error), delete_form=form)

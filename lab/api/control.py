@@ -24,29 +24,22 @@ from lab.api.schemas import (
     StepIn,
 )
 from lab.engine import limits
-from lab.runtime import actions
-from lab.runtime.live import LiveLab
 
 router = Router(tags=["faults, clock and events"])
 
 BrokerId = Path(..., ge=limits.BROKER_ID.low, le=limits.BROKER_ID.high)
 
 
-def _on_broker(broker: int, name: str, params: dict[str, str] | None = None) -> actions.Act:
-    act = actions.plan(name, {"broker": str(broker), **(params or {})})
-
-    def run(lab: LiveLab) -> Any:
-        if broker not in lab.cluster.broker_ids:
-            raise NotFound(
-                f"there is no broker {broker} (brokers: {', '.join(map(str, lab.cluster.broker_ids))})"
-            )
-        return {"message": str(act(lab))}
-
-    return run
-
-
-async def _fault(request: HttpRequest, slug: str, broker: int, name: str, **params: str) -> Any:
-    return await driver.act(request, slug, _on_broker(broker, name, params))
+async def _fault(request: HttpRequest, slug: str, broker: int, name: str, **args: Any) -> Any:
+    """A fault to one broker: the dashboard's control ``name``, answered as the dashboard says it."""
+    lab = await driver.lab_for(request, slug, act=True)
+    if broker > lab.brokers:  # brokers are numbered 1..n
+        raise NotFound(
+            f"there is no broker {broker} (brokers: {', '.join(map(str, range(1, lab.brokers + 1)))})"
+        )
+    live = await driver.live(lab)
+    said = await driver.run(live, name, {"broker": broker, **args}, by=driver.user_of(request).get_username())
+    return {"message": str(said)}
 
 
 @router.post(
@@ -56,15 +49,7 @@ async def kill(request: HttpRequest, slug: str, body: KillIn | None = None, brok
     """A hard stop: no goodbye to ZooKeeper, which expires its session; ``lose_unflushed`` also loses the log
     tail not yet flushed to disk (what a power cut does). The body is optional."""
     lose = body is not None and body.lose_unflushed
-
-    def run(lab: LiveLab) -> Any:
-        if broker not in lab.cluster.broker_ids:
-            raise NotFound(f"there is no broker {broker}")
-        lab.cluster.kill_broker(broker, lose_unflushed=lose)
-        tail = " Its unflushed log tail is lost." if lose else ""
-        return {"message": f"Broker {broker} killed.{tail}"}
-
-    return await driver.act(request, slug, run)
+    return await _fault(request, slug, broker, "kill", lose_unflushed=lose)
 
 
 @router.post("/labs/{slug}/brokers/{broker}/restart", response={200: MessageOut, **ERRORS}, summary="Restart")
@@ -86,7 +71,7 @@ async def resume(request: HttpRequest, slug: str, broker: int = BrokerId) -> Any
 @router.post("/labs/{slug}/brokers/{broker}/slow", response={200: MessageOut, **ERRORS}, summary="Slow")
 async def slow(request: HttpRequest, slug: str, body: SlowIn, broker: int = BrokerId) -> Any:
     """Add ``delay_ms`` to every message to and from the broker (heal undoes it)."""
-    return await _fault(request, slug, broker, "slow", ms=str(body.delay_ms))
+    return await _fault(request, slug, broker, "slow", ms=body.delay_ms)
 
 
 @router.post("/labs/{slug}/brokers/{broker}/isolate", response={200: MessageOut, **ERRORS}, summary="Isolate")
@@ -114,25 +99,17 @@ async def shutdown(request: HttpRequest, slug: str, broker: int = BrokerId) -> A
 # ----------------------------------------------------------------------------- the clock
 
 
-def _clock(lab: LiveLab) -> dict[str, Any]:
-    return {"time_ms": lab.cluster.now_ms, "rate": lab.clock.rate, "paused": lab.clock.paused}
-
-
 @router.get("/labs/{slug}/clock", response={200: ClockOut, **ERRORS}, summary="The lab's clock")
 async def clock(request: HttpRequest, slug: str) -> Any:
     """Virtual time (ms), its rate against the wall clock, and whether it is paused."""
-    return await driver.read(request, slug, _clock)
+    return await driver.read(request, slug, "clock")
 
 
 async def _clock_act(
-    request: HttpRequest, slug: str, name: str, params: dict[str, str], save: bool = False
+    request: HttpRequest, slug: str, name: str, args: dict[str, Any], save: bool = False
 ) -> Any:
-    act = actions.plan(name, params)
-
-    def run(lab: LiveLab) -> Any:
-        return {"message": str(act(lab)), **_clock(lab)}
-
-    return await driver.act(request, slug, run, save=save)
+    said = await driver.act(request, slug, name, args, save=save)
+    return {"message": str(said), **await driver.read(request, slug, "clock")}
 
 
 class ClockMessageOut(ClockOut):
@@ -154,14 +131,14 @@ async def clock_resume(request: HttpRequest, slug: str) -> Any:
 @router.post("/labs/{slug}/clock/step", response={200: ClockMessageOut, **ERRORS}, summary="Step the clock")
 async def clock_step(request: HttpRequest, slug: str, body: StepIn) -> Any:
     """With the clock paused: run the next ``events`` events, or ``ms`` of virtual time (one of the two)."""
-    params = {k: str(v) for k, v in (("events", body.events), ("ms", body.ms)) if v is not None}
-    return await _clock_act(request, slug, "clock-step", params)
+    args = {k: v for k, v in (("events", body.events), ("ms", body.ms)) if v is not None}
+    return await _clock_act(request, slug, "clock-step", args)
 
 
 @router.post("/labs/{slug}/clock/speed", response={200: ClockMessageOut, **ERRORS}, summary="Clock speed")
 async def clock_speed(request: HttpRequest, slug: str, body: SpeedIn) -> Any:
     """Virtual time runs at ``rate`` times the wall clock: 0.1 (slow motion) to 10."""
-    return await _clock_act(request, slug, "clock-speed", {"rate": repr(body.rate)}, save=True)
+    return await _clock_act(request, slug, "clock-speed", {"rate": body.rate}, save=True)
 
 
 # ----------------------------------------------------------------------------- the journal
@@ -176,13 +153,4 @@ async def events(
 ) -> Any:
     """What happened, oldest first, each with its reason in words; page with ``next`` until ``more`` is false."""
 
-    def run(lab: LiveLab) -> Any:
-        after = lab.cluster.events(since)
-        page = after[:limit]
-        return {
-            "events": [e.to_dict() for e in page],
-            "next": page[-1].seq if page else since,
-            "more": len(after) > limit,
-        }
-
-    return await driver.read(request, slug, run)
+    return await driver.read(request, slug, "events", {"since": since, "limit": limit})

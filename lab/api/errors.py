@@ -23,14 +23,9 @@ from lab.engine import errors as kafka
 from lab.engine.errors import KafkaError
 from lab.engine.errors import PolicyViolation as PolicyViolation  # too many labs or runs: a 409
 from lab.request_size import declared_size, too_large_message
+from lab.runtime.actions import NotFound as NotFound  # a broker, a produce request, a run: a 404
 
 log = logging.getLogger(__name__)
-
-
-class NotFound(KafkaError):
-    """Something the request names does not exist (a broker, a scenario run) and Kafka has no name for it."""
-
-    name = "NOT_FOUND"
 
 
 class LabTimeout(KafkaError):

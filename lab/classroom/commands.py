@@ -25,7 +25,7 @@ from lab.classroom import attach, content, copying
 from lab.classroom.models import CODE_ALPHABET
 from lab.engine import limits
 from lab.engine.errors import IllegalArgument, IllegalState
-from lab.runtime.actions import Act, register
+from lab.runtime.actions import Act, register, register_read
 from lab.runtime.live import LiveLab
 
 PLAYER_ACTIONS = ("play", "pause", "step", "restart", "cancel")
@@ -218,5 +218,10 @@ COMMANDS: Mapping[str, Callable[[Mapping[str, Any]], Act]] = {
     "classroom.fill": _fill,
 }
 
+# What changes nothing a replay of the lab's journal needs: a read, and the demo's banner.
+READS = frozenset(
+    {"classroom.read-state", "classroom.demo", "classroom.demo-copies", "classroom.demo-copy-ready"}
+)
+
 for _name, _parse in COMMANDS.items():
-    register(_name, _parse)
+    (register_read if _name in READS else register)(_name, _parse)

@@ -9,14 +9,15 @@ an answer that takes engine time) is what the person sees as "done".
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from lab.engine import limits
 from lab.engine.cluster import Cluster, Isolation
-from lab.engine.config import TOPIC_KEYS
 from lab.engine.errors import (
     CoordinatorLoadInProgress,
     CoordinatorNotAvailable,
@@ -31,13 +32,14 @@ from lab.engine.errors import (
 )
 from lab.engine.limits import Number, Text, Whole
 from lab.engine.tasks import Pending
-from lab.runtime.spec import ClientSpec, TopicSpec, check_rate
+from lab.runtime.spec import ClientSpec, check_rate
 from lab.visuals.clock import clock_label
 
 if TYPE_CHECKING:
     from lab.runtime.live import LiveLab
 
 Act = Callable[["LiveLab"], Any]
+Parse = Callable[[Mapping[str, Any]], Act]
 T = TypeVar("T")
 
 PRODUCE_WAIT_S = 3.0
@@ -146,43 +148,60 @@ def retrying(
     return Waiting(ready=attempt, result=result, on_timeout=result, deadline=deadline + RETRY_BACKOFF_S)
 
 
-def config_change(
-    cluster: Cluster,
-    topic: str,
-    updates: Mapping[str, object],
-    remove: Sequence[str],
+class NotFound(KafkaError):
+    """Something a command names does not exist (a broker, a produce request) and Kafka has no name for it."""
+
+    name = "NOT_FOUND"
+
+
+PAUSED_GRACE_S = 0.3  # with the lab's clock paused, how long an answer waits for ZooKeeper anyway
+
+
+def in_flight(
+    lab: LiveLab,
+    request: Pending[T],
     *,
-    then: Callable[[dict[str, str], bool], Any],
+    settled: Callable[[T], bool],
+    answer: Callable[[T | None, bool], Any],
+    what: str,
     wait_s: float,
 ) -> Waiting:
-    """A topic's config change as a request in flight: written to ZooKeeper (Kafka's INVALID_CONFIG at once,
-    nothing written), then answered ``then(overrides, taken_in)`` when the controller has read it, or after
-    ``wait_s`` with ``taken_in`` False: Kafka's AlterConfigs answers on the write, and the brokers apply the
-    change when they read its notification (a paused controller reads it when it is resumed)."""
-    written = cluster.begin_alter_topic_config(topic, updates, remove=remove)
-    deadline = time.monotonic() + wait_s
+    """An admin request in flight (a ``begin_*`` call's Pending): the driver runs the lab, and everyone
+    else's calls, until ZooKeeper has answered it and ``settled(value)`` holds (the controller has acted
+    on it); then ``answer(value, True)``. Kafka's error if it was refused. After ``wait_s``, or at once
+    when the lab's clock is paused (nothing moves until it runs), ``answer(value, False)`` with what
+    there is, ``value`` None while ZooKeeper has not answered; with the clock running, a ZooKeeper that
+    has not answered in ``wait_s`` is a KAFKA_TIMEOUT (the request may still be carried out)."""
+    begun = time.monotonic()
+
+    def paused() -> bool:
+        return lab.clock.paused and time.monotonic() >= begun + PAUSED_GRACE_S
 
     def ready() -> bool:
-        if not written.done():
-            return False
-        return written.failed_with() is not None or cluster.config_taken_in(topic, written.result())
+        if request.done():
+            return request.failed_with() is not None or settled(request.result()) or paused()
+        return paused()
 
-    def answer() -> Any:
-        merged = written.result()  # Kafka's error, if it was refused
-        return then(merged, cluster.config_taken_in(topic, merged))
-
-    def on_timeout() -> Any:
-        if not written.done():
+    def result() -> Any:
+        if not request.done():
+            if lab.clock.paused:
+                return answer(None, False)
             raise KafkaTimeout(
-                f"ZooKeeper has not answered the config change of {topic} within {wait_s:g} s; "
-                "it may still be written: read the topic's configs again"
+                f"ZooKeeper has not answered {what} within {wait_s:g} s; it may still be carried out: "
+                "look again in a moment"
             )
-        return answer()
+        value = request.result()  # Kafka's error, if it was refused
+        return answer(value, settled(value))
 
-    return Waiting(ready=ready, result=answer, on_timeout=on_timeout, deadline=deadline)
+    return Waiting(ready=ready, result=result, on_timeout=result, deadline=begun + wait_s)
 
 
-def _int(params: Mapping[str, str], key: str, limit: Whole, *, default: int | None = None) -> int:
+def on_success(request: Pending[T], then: Callable[[T], None]) -> None:
+    """``then(value)`` once ``request`` succeeds (on the driver thread), answered or not by then."""
+    request.add_done_callback(lambda done: then(done.result()) if done.failed_with() is None else None)
+
+
+def _int(params: Mapping[str, Any], key: str, limit: Whole, *, default: int | None = None) -> int:
     """The whole number ``params[key]``, within the lab's ``limit`` for it (named by the parameter)."""
     low, high = limit.low, limit.high
     raw = str(params.get(key, "")).strip()
@@ -199,7 +218,7 @@ def _int(params: Mapping[str, str], key: str, limit: Whole, *, default: int | No
     return value
 
 
-def _float(params: Mapping[str, str], key: str, limit: Number, *, default: float) -> float:
+def _float(params: Mapping[str, Any], key: str, limit: Number, *, default: float) -> float:
     low, high = limit.low, limit.high
     raw = str(params.get(key, "")).strip()
     if not raw:
@@ -213,7 +232,7 @@ def _float(params: Mapping[str, str], key: str, limit: Number, *, default: float
     return value
 
 
-def _choice(params: Mapping[str, str], key: str, choices: tuple[str, ...], default: str | None = None) -> str:
+def _choice(params: Mapping[str, Any], key: str, choices: tuple[str, ...], default: str | None = None) -> str:
     raw = str(params.get(key, "")).strip() or default
     if raw not in choices:
         raise IllegalArgument(f"{key} must be one of {', '.join(choices)}, not {raw!r}")
@@ -221,10 +240,11 @@ def _choice(params: Mapping[str, str], key: str, choices: tuple[str, ...], defau
 
 
 def _text(
-    params: Mapping[str, str], key: str, limit: Text, *, required: bool = True, strip: bool = True
+    params: Mapping[str, Any], key: str, limit: Text, *, required: bool = True, strip: bool = True
 ) -> str:
     """The text ``params[key]`` (stripped, unless it is a record's key: Kafka keeps every character)."""
-    raw = str(params.get(key, ""))
+    given = params.get(key)
+    raw = "" if given is None else str(given)  # JSON's null: not given
     raw = raw.strip() if strip else raw
     if required and not raw:
         raise IllegalArgument(f"{key} is required")
@@ -233,21 +253,69 @@ def _text(
     return limit.check(raw) if raw else raw
 
 
+def _flag(params: Mapping[str, Any], key: str) -> bool:
+    """A yes/no argument: JSON's true/false, or a form's "1"/"0", "true"/"false", "on" (absent: no)."""
+    raw = params.get(key, False)
+    if isinstance(raw, bool):
+        return raw
+    text = str(raw).strip().lower()
+    if text in ("", "0", "false", "off", "no"):
+        return False
+    if text in ("1", "true", "on", "yes"):
+        return True
+    raise IllegalArgument(f"{key} must be true or false, not {raw!r}")
+
+
+def _strings(params: Mapping[str, Any], key: str) -> dict[str, str]:
+    """A JSON object of names to values (a topic's configs), each value as text (absent: none)."""
+    raw = params.get(key) or {}
+    if not isinstance(raw, Mapping):
+        raise IllegalArgument(f"{key} must be an object of names to values")
+    out: dict[str, str] = {}
+    for name, value in raw.items():
+        if not isinstance(value, (str, int, float, bool)):
+            raise IllegalArgument(f"{key}.{name} must be a value, not {type(value).__name__}")
+        out[str(name)] = str(value).lower() if isinstance(value, bool) else str(value)
+    return out
+
+
+def _names(params: Mapping[str, Any], key: str) -> list[str]:
+    raw = params.get(key) or []
+    if not isinstance(raw, (list, tuple)) or not all(isinstance(x, str) for x in raw):
+        raise IllegalArgument(f"{key} must be a list of names")
+    return list(raw)
+
+
+def _whole_list(params: Mapping[str, Any], key: str, limit: Whole) -> list[int] | None:
+    """A JSON list of whole numbers each within ``limit`` (absent or null: None)."""
+    raw = params.get(key)
+    if raw is None:
+        return None
+    if not isinstance(raw, (list, tuple)):
+        raise IllegalArgument(f"{key} must be a list of whole numbers")
+    return [_int({key: x}, key, limit) for x in raw]
+
+
+def _optional_int(params: Mapping[str, Any], key: str, limit: Whole) -> int | None:
+    raw = params.get(key)
+    return None if raw is None or str(raw).strip() == "" else _int(params, key, limit)
+
+
 # A simulated consumer's topics, comma-separated: a few topic names.
 TOPIC_LIST = Text(what="topics", max_length=10 * (limits.TOPIC_NAME.max_length + 1))
 
 
-def _broker(params: Mapping[str, str]) -> int:
+def _broker(params: Mapping[str, Any]) -> int:
     return _int(params, "broker", limits.BROKER_ID)
 
 
 # ---------------------------------------------------------------------------- brokers
 
 
-def _broker_op(operation: Callable[[Cluster, int], object], said: str) -> Callable[[Mapping[str, str]], Act]:
+def _broker_op(operation: Callable[[Cluster, int], object], said: str) -> Parse:
     """A control that does one thing to one broker and says so (``said`` has ``{b}`` for its id)."""
 
-    def parse(p: Mapping[str, str]) -> Act:
+    def parse(p: Mapping[str, Any]) -> Act:
         b = _broker(p)
 
         def run(lab: LiveLab) -> str:
@@ -259,7 +327,17 @@ def _broker_op(operation: Callable[[Cluster, int], object], said: str) -> Callab
     return parse
 
 
-_kill = _broker_op(Cluster.kill_broker, "Broker {b} killed.")
+def _kill(p: Mapping[str, Any]) -> Act:
+    b = _broker(p)
+    lose = _flag(p, "lose_unflushed")
+
+    def run(lab: LiveLab) -> str:
+        lab.cluster.kill_broker(b, lose_unflushed=lose)
+        return f"Broker {b} killed." + (" Its unflushed log tail is lost." if lose else "")
+
+    return run
+
+
 _restart = _broker_op(Cluster.restart_broker, "Broker {b} restarting: it recovers its logs, then registers.")
 _pause = _broker_op(Cluster.pause_broker, "Broker {b} paused.")
 _resume = _broker_op(Cluster.resume_broker, "Broker {b} resumed.")
@@ -270,7 +348,7 @@ _shutdown = _broker_op(
 )
 
 
-def _slow(p: Mapping[str, str]) -> Act:
+def _slow(p: Mapping[str, Any]) -> Act:
     b = _broker(p)
     ms = _int(p, "ms", limits.SLOW_MS, default=2000)
 
@@ -284,7 +362,7 @@ def _slow(p: Mapping[str, str]) -> Act:
     return run
 
 
-def _isolate(p: Mapping[str, str]) -> Act:
+def _isolate(p: Mapping[str, Any]) -> Act:
     b = _broker(p)
     side = _choice(p, "from", ("zookeeper", "brokers", "clients"))
     what = {"zookeeper": "ZooKeeper", "brokers": "the other brokers", "clients": "its clients"}[side]
@@ -339,7 +417,7 @@ def _span(offsets: Sequence[int]) -> str:
     return str(low) if low == high else f"{low} to {high}"
 
 
-def _produce(p: Mapping[str, str]) -> Act:
+def _produce(p: Mapping[str, Any]) -> Act:
     topic = _text(p, "topic", limits.TOPIC_NAME)
     count = _int(p, "count", limits.RECORDS, default=1)
     key = _text(p, "key", limits.KEY, required=False, strip=False) or None
@@ -359,37 +437,14 @@ def _produce(p: Mapping[str, str]) -> Act:
     return run
 
 
-def _create_topic(p: Mapping[str, str]) -> Act:
-    name = str(p.get("name", "")).strip()  # the engine checks it, in Kafka's words
-    partitions = _int(p, "partitions", limits.PARTITIONS, default=3)
-    rf = _int(p, "replication_factor", limits.REPLICATION_FACTOR, default=1)
-    config: dict[str, str] = {}
-    raw_isr = str(p.get("min_insync_replicas", "")).strip()
-    if raw_isr:
-        config["min.insync.replicas"] = str(TOPIC_KEYS["min.insync.replicas"].parse(raw_isr))
-
-    def run(lab: LiveLab) -> str:
-        lab.cluster.create_topic(
-            name, partitions=partitions, replication_factor=rf, config=config, wait=False
-        )
-        lab.update_spec(
-            lab.spec.with_topic(
-                TopicSpec(name=name, partitions=partitions, replication_factor=rf, config=config)
-            )
-        )
-        return f"Topic {name} created: {partitions} partition(s), replication factor {rf}."
-
-    return run
-
-
 # ---------------------------------------------------------------------------- simulated clients
 
 
-def _name(p: Mapping[str, str]) -> str:
+def _name(p: Mapping[str, Any]) -> str:
     return _text(p, "name", limits.CLIENT_NAME, required=False)
 
 
-def _add_producer(p: Mapping[str, str]) -> Act:
+def _add_producer(p: Mapping[str, Any]) -> Act:
     topic = _text(p, "topic", limits.TOPIC_NAME)
     rate = _float(p, "rate", limits.PRODUCER_RATE, default=10)
     acks = _choice(p, "acks", ("0", "1", "all"), default="all")
@@ -404,7 +459,7 @@ def _add_producer(p: Mapping[str, str]) -> Act:
     return run
 
 
-def _add_consumer(p: Mapping[str, str]) -> Act:
+def _add_consumer(p: Mapping[str, Any]) -> Act:
     group = _text(p, "group", limits.GROUP_ID)
     topics = tuple(t.strip() for t in _text(p, "topics", TOPIC_LIST).split(",") if t.strip())
     processing = _int(p, "processing_ms", limits.PROCESSING_MS, default=50)
@@ -429,8 +484,8 @@ def _add_consumer(p: Mapping[str, str]) -> Act:
     return run
 
 
-def _client_op(op: str) -> Callable[[Mapping[str, str]], Act]:
-    def parse(p: Mapping[str, str]) -> Act:
+def _client_op(op: str) -> Parse:
+    def parse(p: Mapping[str, Any]) -> Act:
         name = _text(p, "name", limits.CLIENT_NAME)
 
         def run(lab: LiveLab) -> str:
@@ -444,7 +499,7 @@ def _client_op(op: str) -> Callable[[Mapping[str, str]], Act]:
 # ---------------------------------------------------------------------------- the clock
 
 
-def _clock_pause(p: Mapping[str, str]) -> Act:
+def _clock_pause(p: Mapping[str, Any]) -> Act:
     def run(lab: LiveLab) -> str:
         if lab.clock.paused:
             raise IllegalState("the clock is already paused")
@@ -454,7 +509,7 @@ def _clock_pause(p: Mapping[str, str]) -> Act:
     return run
 
 
-def _clock_resume(p: Mapping[str, str]) -> Act:
+def _clock_resume(p: Mapping[str, Any]) -> Act:
     def run(lab: LiveLab) -> str:
         if not lab.clock.paused:
             raise IllegalState("the clock is running")
@@ -464,7 +519,7 @@ def _clock_resume(p: Mapping[str, str]) -> Act:
     return run
 
 
-def _clock_step(p: Mapping[str, str]) -> Act:
+def _clock_step(p: Mapping[str, Any]) -> Act:
     events = _int(p, "events", limits.STEP_EVENTS) if str(p.get("events", "")).strip() else 0
     ms = _int(p, "ms", limits.STEP_MS) if str(p.get("ms", "")).strip() else 0
     if bool(events) == bool(ms):
@@ -488,7 +543,7 @@ def _clock_step(p: Mapping[str, str]) -> Act:
     return run
 
 
-def _clock_speed(p: Mapping[str, str]) -> Act:
+def _clock_speed(p: Mapping[str, Any]) -> Act:
     raw = str(p.get("rate", "")).strip()
     try:
         rate = float(raw)
@@ -504,7 +559,7 @@ def _clock_speed(p: Mapping[str, str]) -> Act:
     return run
 
 
-def _clock_reset(p: Mapping[str, str]) -> Act:
+def _clock_reset(p: Mapping[str, Any]) -> Act:
     def run(lab: LiveLab) -> Waiting:
         lab.reset_now()
 
@@ -528,7 +583,7 @@ def _clock_reset(p: Mapping[str, str]) -> Act:
     return run
 
 
-PARSERS: Mapping[str, Callable[[Mapping[str, str]], Act]] = {
+_COMMANDS: dict[str, Parse] = {
     "kill": _kill,
     "restart": _restart,
     "pause": _pause,
@@ -538,7 +593,6 @@ PARSERS: Mapping[str, Callable[[Mapping[str, str]], Act]] = {
     "heal": _heal,
     "shutdown": _shutdown,
     "produce": _produce,
-    "topic-create": _create_topic,
     "client-producer": _add_producer,
     "client-consumer": _add_consumer,
     "client-stop": _client_op("stop"),
@@ -552,17 +606,45 @@ PARSERS: Mapping[str, Callable[[Mapping[str, str]], Act]] = {
 }
 
 
+# The dashboard's controls: what a lab's page may ask through its control route (``views_lab.act``).
+CONTROLS: frozenset[str] = frozenset(_COMMANDS) | {"topic-create"}
+
+# Every command a lab knows, by name: the controls above, and what apps add with ``register``.
+COMMANDS: Mapping[str, Parse] = MappingProxyType(_COMMANDS)
+_READS: set[str] = set()
+
+_NAME = re.compile(r"[a-z][a-z0-9]*(?:[-.][a-z0-9]+)*")
+
+
 def register(name: str, parse: Callable[[Mapping[str, Any]], Act]) -> None:
-    """Add the command ``name`` from outside the runtime (a Django app's own: ``classroom.fill``, say);
-    ``parse`` checks its JSON-safe arguments where the request arrives. A name is registered once."""
-    if name in PARSERS:
-        raise ValueError(f"a command named {name!r} is registered already")
-    cast(dict[str, Callable[[Mapping[str, Any]], Act]], PARSERS)[name] = parse
+    """Add command ``name``: ``parse(args)`` checks its JSON arguments where the request arrives (raising
+    IllegalArgument) and returns the ``Act`` the lab runs. A name is registered once: a second
+    registration of the same name is a mistake in the code, refused with ValueError. The lab's
+    journal keeps every command that ran (``register_read`` for one that changes nothing)."""
+    if not _NAME.fullmatch(name):
+        raise ValueError(f"a command name is lowercase words joined by - or ., not {name!r}")
+    if name in _COMMANDS:
+        raise ValueError(f"there is a command named {name!r} already")
+    _COMMANDS[name] = parse
 
 
-def plan(name: str, params: Mapping[str, str]) -> Act:
-    """The action ``name`` with ``params`` checked; IllegalArgument for an unknown name or bad input."""
-    parser = PARSERS.get(name)
+def register_read(name: str, parse: Callable[[Mapping[str, Any]], Act]) -> None:
+    """``register`` a command that only reads the lab: the journal does not keep it."""
+    register(name, parse)
+    _READS.add(name)
+
+
+def is_read(name: str) -> bool:
+    return name in _READS
+
+
+def plan(name: str, params: Mapping[str, Any]) -> Act:
+    """The command ``name`` with ``params`` checked; IllegalArgument for an unknown name or bad input."""
+    parser = _COMMANDS.get(name)
     if parser is None:
         raise IllegalArgument(f"there is no control named {name!r}")
     return parser(params)
+
+
+# The commands of pages and the API beside the dashboard's (topics, records, groups, reads).
+import lab.runtime.commands  # noqa: E402, F401

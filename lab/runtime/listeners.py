@@ -244,9 +244,10 @@ class Listeners:
 
     def sync(
         self, wire: WireServer, running: Mapping[int, bool], why: Mapping[int, str] | None = None
-    ) -> None:
+    ) -> list[Future[Any]]:
         """Open the listeners of brokers that run (or are paused), close the others' (``why``: for the
-        timeline, by broker)."""
+        timeline, by broker). The openings, done once their sockets listen."""
+        opening: list[Future[Any]] = []
         for broker_id, listener in self._listeners.items():
             want = running.get(broker_id, False)
             if self._wanted.get(broker_id) == want:
@@ -254,13 +255,14 @@ class Listeners:
             self._wanted[broker_id] = want
             if want:
                 wire.advertised[broker_id] = (self.advertised_host, listener.port)
-                wire_loop.run(listener.open())
+                opening.append(wire_loop.run(listener.open()))
             else:
                 wire.advertised.pop(broker_id, None)
                 wire.drop_broker(
                     broker_id, (why or {}).get(broker_id) or f"broker {broker_id} is not running"
                 )
                 wire_loop.run(listener.close())
+        return opening
 
     def states(self) -> list[ListenerState]:
         return [

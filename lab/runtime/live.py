@@ -14,6 +14,7 @@ When nothing changed, nothing is sent.
 from __future__ import annotations
 
 import gc
+import json
 import logging
 import math
 import shutil
@@ -21,6 +22,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Mapping
+from concurrent import futures
 from concurrent.futures import Future
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -34,6 +36,7 @@ from lab.runtime import actions
 from lab.runtime.broadcast import Broadcaster, broadcaster, group_name
 from lab.runtime.changes import state_key
 from lab.runtime.clock import LabClock
+from lab.runtime.journal import CommandJournal
 from lab.runtime.listeners import Listeners
 from lab.runtime.registry import BrokerSummary, LabSummary, register_lab, unregister_lab, update_lab
 from lab.runtime.sleep import SLEEP_AFTER_S, Nap
@@ -46,6 +49,7 @@ from lab.wire.connection import WireServer
 
 log = logging.getLogger(__name__)
 
+LISTEN_WAIT_S = 5.0  # the most a start waits for its listeners' sockets to listen
 MEMORY_STORE_LOGS = "memory-store"  # where a lab on the memory store keeps its logs, under its data dir
 
 SAMPLES_KEPT = 1200  # two minutes of frames at 10 a second
@@ -94,6 +98,19 @@ class Frame:
     seq: int
     views: Mapping[str, object]
     meta: FrameMeta
+
+
+def json_args(args: Mapping[str, Any]) -> dict[str, Any]:
+    """A command's arguments as JSON carries them (what can travel to another process and be journalled):
+    IllegalArgument, named, for anything else (a Python object, a tuple, a key that is not text)."""
+    try:
+        text = json.dumps(dict(args), allow_nan=False)
+    except (TypeError, ValueError) as error:
+        raise IllegalArgument(f"a command's arguments are JSON values: {error}") from None
+    loaded: dict[str, Any] = json.loads(text)
+    if loaded != dict(args):
+        raise IllegalArgument("a command's arguments are JSON values: lists, not tuples; text keys")
+    return loaded
 
 
 class LiveLab:
@@ -148,6 +165,7 @@ class LiveLab:
         self._cluster: Cluster | None = None
         self._thread: threading.Thread | None = None
         self._cond = threading.Condition()
+        self.commands = CommandJournal(spec.data_dir)  # what changed the lab, for a replay
         self._inbox: deque[tuple[actions.Act, Future[Any]]] = deque()
         self._posted: deque[Callable[[], None]] = deque()  # listeners' work: frames in, in order
         self.listen = listen
@@ -264,15 +282,29 @@ class LiveLab:
             self._nudged = self._nudged or "a Kafka client"
             self._cond.notify_all()
 
-    def act(self, name: str, params: Mapping[str, str]) -> Future[Any]:
-        """A named control (see ``lab.runtime.actions``); bad parameters fail the future at once."""
+    def act(self, name: str, args: Mapping[str, Any], *, by: str = "") -> Future[Any]:
+        """Command ``name`` (``lab.runtime.actions``) with JSON ``args``, asked by ``by`` (a user name):
+        the one door pages and the API use. Bad arguments fail the future at once; a command that ran
+        and changed the lab is kept in its journal (``lab.runtime.journal``)."""
         try:
-            fn = actions.plan(name, params)
+            args = json_args(args)
+            fn = actions.plan(name, args)
         except KafkaError as error:
             future: Future[Any] = Future()
             future.set_exception(error)
             return future
-        return self.submit(fn)
+        if actions.is_read(name):
+            return self.submit(fn)
+
+        def run(lab: LiveLab) -> Any:
+            cluster = lab._cluster  # None for a failed lab, which a reset may still start again
+            at_ms = 0 if cluster is None else cluster.now_ms
+            result = fn(lab)  # refused: nothing changed, nothing kept
+            if cluster is not None and lab._cluster is cluster:  # a reset journals afresh
+                lab.commands.append(at_ms=at_ms, name=name, args=args, by=by)
+            return result
+
+        return self.submit(run)
 
     def subscribe(self) -> Frame:
         """A page connects: count it, wake the lab, and return the frame to send it in full (a
@@ -581,13 +613,15 @@ class LiveLab:
                 advertised_host=self.listen.advertised_host,
                 ports=self._spec.ports,
             )
-            self._sync_listeners()
+            # A lab is "running" once its brokers' sockets listen: a client told the lab is up may
+            # connect at once. Binding a local socket takes the listeners' loop a moment, no more.
+            futures.wait(self._sync_listeners(), timeout=LISTEN_WAIT_S)
 
-    def _sync_listeners(self) -> None:
+    def _sync_listeners(self) -> list[Future[Any]]:
         cluster, wire, listeners = self._cluster, self.wire, self.listeners
         if cluster is None or wire is None or listeners is None:
-            return
-        listeners.sync(
+            return []
+        return listeners.sync(
             wire,
             {b: broker.alive for b, broker in cluster.brokers.items()},
             {
@@ -633,6 +667,7 @@ class LiveLab:
         spec = self._spec
         data_dir = Path(spec.data_dir)
         data_dir.mkdir(parents=True, exist_ok=True)
+        self.commands.begin({**spec.settings(), "brokers": spec.brokers})
 
         def make() -> Cluster:
             logs = data_dir

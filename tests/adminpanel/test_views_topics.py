@@ -21,6 +21,7 @@ from tests.adminpanel.conftest import (
     snapshot,
 )
 from tests.labhelpers import make_lab
+from tests.processes import wait_until
 
 pytestmark = pytest.mark.django_db
 
@@ -128,6 +129,27 @@ def test_a_topic_is_created_with_its_configs_and_kept_with_the_lab(owner: Client
     }
     saved = {t["name"]: t for t in Lab.objects.get(pk=lab.pk).settings["topics"]}
     assert saved["payments"]["config"] == {"retention.ms": "60000", "cleanup.policy": "compact"}
+
+
+def test_with_the_clock_paused_the_page_says_the_topic_comes_when_it_runs(owner: Client, lab: Lab) -> None:
+    def pause(live: LiveLab) -> None:
+        live.clock.pause(live.cluster.now_ms)
+
+    def resume(live: LiveLab) -> None:
+        live.clock.resume(live.cluster.now_ms)
+
+    on_driver(lab, pause)
+    status, html = post(
+        owner, lab, "create/", {"name": "later", "partitions": "1", "replication_factor": "1"}
+    )
+    assert status == 200
+    assert (
+        "Topic later asked for: the lab&#x27;s clock is paused, so ZooKeeper answers when it runs again "
+        "(resume or step it); the page shows the change then." in html
+    )
+    assert "later" not in snapshot(lab)["topics"]
+    on_driver(lab, resume)
+    assert wait_until(lambda: bool(snapshot(lab)["topics"].get("later")), 20)
 
 
 @pytest.mark.parametrize(
@@ -532,7 +554,7 @@ def test_a_topic_is_deleted_only_when_its_name_is_typed(owner: Client, lab: Lab)
     status, html = post(owner, lab, "topics/__consumer_offsets/delete/", {"confirm": "__consumer_offsets"})
     assert status == 409
     assert field_error(html, "confirm") == (
-        "INVALID_REQUEST: Topic __consumer_offsets is a kafka internal topic and is not allowed to be marked for deletion."
+        "INVALID_TOPIC_EXCEPTION: Topic __consumer_offsets is a kafka internal topic and is not allowed to be marked for deletion."
     )
     assert "__consumer_offsets" in snapshot(lab)["topics"]
 

@@ -2,18 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-from lab.api.groups import reset
-from lab.api.schemas import ResetIn
 from lab.labs import live_of
 from lab.models import Lab
-from lab.runtime.spec import TopicSpec
 from tests.api.helpers import Api, error, ok
 from tests.api.test_topics import eventually
-from tests.walltime import advance, now_ms, pause_coordinator, produce, still_lab, until_done
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("stop_labs")]
 
@@ -91,26 +85,3 @@ def test_an_active_group_is_not_reset(ada: Api, lab: Lab) -> None:
         409,
         "NON_EMPTY_GROUP",
     )
-
-
-def test_a_reset_its_coordinator_does_not_answer_holds_up_no_one_else(tmp_path: Path) -> None:
-    lab, wall = still_lab(
-        tmp_path, "reset", topics=(TopicSpec(name="orders", partitions=2, replication_factor=3),)
-    )
-    try:
-        produce(lab, wall, "orders", 4)
-        latest = ResetIn(topic="orders", to="latest")
-        ends = until_done(lab, wall, lab.submit(lambda lab: reset(lab, "audit", latest)))
-        assert sum(ends["offsets"].values()) == 4
-        coordinator = pause_coordinator(lab, "audit")
-        before = now_ms(lab)
-        slow = lab.submit(lambda lab: reset(lab, "audit", ResetIn(topic="orders", to="earliest")))
-        assert now_ms(lab) - before < 1000  # another call answered, and the clock did not leap
-        assert not slow.done()
-        advance(lab, wall, 1.0)
-        assert 1000 <= now_ms(lab) - before < 3000
-        assert not slow.done()
-        lab.submit(lambda lab: lab.cluster.resume_broker(coordinator)).result(10)
-        assert until_done(lab, wall, slow) == {"group": "audit", "offsets": {"orders/0": 0, "orders/1": 0}}
-    finally:
-        lab.stop()

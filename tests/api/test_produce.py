@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from lab.api import driver
 from lab.api.errors import NotFound
-from lab.api.produce import ProduceRequest, Requests
 from lab.labs import live_of
 from lab.models import Lab
+from lab.runtime.commands import records
+from lab.runtime.commands.produced import ProduceRequest, Requests
 from tests.api.helpers import Api, error, ok
 from tests.api.test_records import _produce
 from tests.api.test_topics import eventually
@@ -43,7 +43,7 @@ def test_a_write_below_min_insync_replicas_fails_with_not_enough_replicas(ada: A
 def test_a_produce_still_retrying_answers_202_and_where_to_ask_again(
     ada: Api, lab: Lab, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(driver, "SETTLE_S", 0.5)
+    monkeypatch.setattr(records, "WAIT_S", 0.5)
     path = _strict_topic(ada, lab)
     answer = ada.post(path, {"records": [{"key": "k", "value": "v"}], "acks": "all"})
     assert answer.status_code == 202, answer.content
@@ -72,7 +72,7 @@ def test_a_produce_still_retrying_answers_202_and_where_to_ask_again(
 def test_a_paused_clock_leaves_records_pending_and_says_so(
     ada: Api, lab: Lab, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(driver, "SETTLE_S", 0.3)
+    monkeypatch.setattr(records, "WAIT_S", 0.3)
     ok(ada.post(f"/labs/{lab.slug}/clock/pause"))
     answer = ada.post(
         f"/labs/{lab.slug}/topics/orders/records", {"records": [{"value": "v", "partition": 2}]}

@@ -2,18 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-from lab.api.records import consume_as_group
-from lab.api.schemas import ConsumeIn
 from lab.labs import live_of
 from lab.models import Lab
-from lab.runtime.spec import TopicSpec
 from tests.api.helpers import Api, error, ok
 from tests.api.test_topics import eventually
-from tests.walltime import advance, now_ms, pause_coordinator, produce, still_lab, until_done
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("stop_labs")]
 
@@ -121,31 +115,3 @@ def test_a_group_with_live_members_is_refused_with_non_empty_group(ada: Api, lab
         ada.post(f"/labs/{lab.slug}/topics/orders/consume", {"group": "billing"}), 409, "NON_EMPTY_GROUP"
     )
     assert "empty" in refused["message"]
-
-
-def test_a_commit_its_coordinator_does_not_answer_holds_up_no_one_else(tmp_path: Path) -> None:
-    lab, wall = still_lab(
-        tmp_path, "commit", topics=(TopicSpec(name="orders", partitions=1, replication_factor=3),)
-    )
-    try:
-        produce(lab, wall, "orders", 3)
-        body = ConsumeIn(group="billing", auto_offset_reset="earliest")
-        first = until_done(lab, wall, lab.submit(lambda lab: consume_as_group(lab, "orders", body)))
-        assert first["committed"] == {"orders/0": 3}
-        produce(lab, wall, "orders", 2)
-        coordinator = pause_coordinator(lab, "billing")
-        before = now_ms(lab)
-        slow = lab.submit(lambda lab: consume_as_group(lab, "orders", body))
-        # Meanwhile another call answers, and the lab's clock has not leapt request.timeout.ms on:
-        # the wall has not moved, so neither has the lab.
-        assert now_ms(lab) - before < 1000
-        assert not slow.done()
-        advance(lab, wall, 1.0)
-        assert 1000 <= now_ms(lab) - before < 3000  # the lab kept running at its clock's rate
-        assert not slow.done()
-        lab.submit(lambda lab: lab.cluster.resume_broker(coordinator)).result(10)
-        out = until_done(lab, wall, slow)
-        assert [r["offset"] for r in out["records"]] == [3, 4]
-        assert out["committed"] == {"orders/0": 5}
-    finally:
-        lab.stop()

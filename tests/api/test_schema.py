@@ -24,8 +24,8 @@ from pytest_django.fixtures import Settings
 from schemathesis.core.parameters import ParameterLocation
 from schemathesis.specs.openapi.checks import negative_data_rejection, positive_data_acceptance
 
-from lab.api import driver
 from lab.models import Lab
+from lab.runtime.commands import records, topics
 from lab.scenarios.format import ScenarioError, parse
 from tests.api.helpers import Api, ok
 
@@ -46,7 +46,9 @@ def _keep_the_tests_connection() -> None:
 def quiet_wsgi(monkeypatch: pytest.MonkeyPatch, settings: Settings) -> Iterator[None]:
     _keep_the_tests_connection()
     settings.LAB_MAX_LABS_PER_USER = 3  # generated labs are real clusters: a few at most
-    monkeypatch.setattr(driver, "SETTLE_S", 0.3)  # a killed cluster leaves produces pending: do not wait long
+    # A killed cluster leaves produces and topic changes pending: do not wait long.
+    monkeypatch.setattr(records, "WAIT_S", 0.3)
+    monkeypatch.setattr(topics, "WAIT_S", 0.3)
     try:
         yield
     finally:

@@ -48,11 +48,11 @@ def commands_are_json(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
         except (TypeError, ValueError):
             return False
 
-    def checked(live: LiveLab, name: str, args: Mapping[str, Any]) -> Future[Any]:
+    def checked(live: LiveLab, name: str, args: Mapping[str, Any], *, by: str = "") -> Future[Any]:
         sent.append(name)
         if not survives(args):
             wrong.append(f"{name}({args!r})")
-        future = act(live, name, args)
+        future = act(live, name, args, by=by)
 
         def answered(f: Future[Any]) -> None:
             if f.exception() is None and not survives(f.result()):

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, cast
-
 import pytest
 
 from lab.engine.errors import IllegalArgument, InvalidConfig
-from lab.runtime.actions import PARSERS, plan
+from lab.runtime import actions
+from lab.runtime.actions import CONTROLS, plan, register
 
 
 @pytest.mark.parametrize(
@@ -69,23 +67,25 @@ def test_every_control_the_pages_offer_is_known() -> None:
         "clock-speed",
         "clock-reset",
     }
-    # Apps' own commands (``classroom.fill``) are registered with a dot: not the pages' controls.
-    assert {name for name in PARSERS if "." not in name} == offered
+    assert offered == CONTROLS
     assert callable(plan("kill", {"broker": "3"}))
 
 
-def test_an_app_registers_its_own_command_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    from lab.runtime import actions
+def test_an_app_registers_a_command_once_and_the_lab_knows_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(actions, "_COMMANDS", dict(actions._COMMANDS))
+    seen: list[dict] = []
 
-    monkeypatch.setattr(actions, "PARSERS", dict(actions.PARSERS))
+    def parse(args):  # type: ignore[no-untyped-def]
+        seen.append(dict(args))
+        return lambda lab: "hello"
 
-    def parse(args: Mapping[str, Any]) -> actions.Act:
-        n = int(args["n"])
-        return lambda lab: n * 2
-
-    actions.register("tests.double", parse)
-    assert actions.plan("tests.double", {"n": "21"})(cast(Any, None)) == 42
-    with pytest.raises(ValueError, match=r"'tests\.double' is registered already"):
-        actions.register("tests.double", parse)
-    with pytest.raises(ValueError, match="'kill' is registered already"):
-        actions.register("kill", parse)
+    register("classroom.hello", parse)
+    assert plan("classroom.hello", {"who": "ada"})(None) == "hello"  # type: ignore[arg-type]
+    assert seen == [{"who": "ada"}]
+    with pytest.raises(ValueError, match=r"there is a command named 'classroom\.hello' already"):
+        register("classroom.hello", parse)
+    with pytest.raises(ValueError, match="there is a command named 'kill' already"):
+        register("kill", parse)
+    with pytest.raises(ValueError, match="lowercase words"):
+        register("Hello World", parse)
+    assert "classroom.hello" not in CONTROLS  # a lab page's control route offers only the dashboard's

@@ -27,6 +27,7 @@ from lab.runtime.spec import ClientSpec, LabSpec, TopicSpec
 from lab.visuals.frame import plog_key
 from lab.zookeeper_server import ManagedZooKeeper
 from tests.processes import wait_until
+from tests.walltime import until_done
 from tests.zkoutage import HeldRestart, KillableZooKeeper, kill
 
 FAST = {"zookeeper.session.timeout.ms": "1500"}
@@ -268,16 +269,19 @@ def test_reset_rebuilds_the_cluster_with_fresh_data_and_the_specs_topics(
     assert lab.state == "running"
 
 
-def test_a_topic_made_on_the_page_is_recorded_in_the_spec(lab: LiveLab) -> None:
-    text = lab.act(
+def test_a_topic_made_on_the_page_is_recorded_in_the_spec(lab: LiveLab, wall: FakeWall) -> None:
+    asked = lab.act(
         "topic-create",
         {"name": "payments", "partitions": "2", "replication_factor": "2", "min_insync_replicas": "2"},
-    ).result(10)
-    assert text == "Topic payments created: 2 partition(s), replication factor 2."
+    )
+    answer = until_done(lab, wall, asked)
+    assert answer["message"] == (
+        "Topic payments created: 2 partition(s), replication factor 2, min.insync.replicas=2."
+    )
     assert [t.name for t in lab.spec.topics] == ["orders", "payments"]
     assert lab.spec.topics[1].config == {"min.insync.replicas": "2"}
     with pytest.raises(TopicAlreadyExists, match="Topic 'payments' already exists"):
-        lab.act("topic-create", {"name": "payments"}).result(10)
+        until_done(lab, wall, lab.act("topic-create", {"name": "payments"}))
 
 
 def test_simulated_clients_are_added_stopped_and_recorded(lab: LiveLab, wall: FakeWall) -> None:
@@ -404,7 +408,9 @@ def test_zookeeper_killed_the_lab_answers_at_once_and_resumes_when_it_is_back(tm
         def create() -> bool:
             try:
                 created.append(
-                    live.act("topic-create", {"name": "later", "replication_factor": "3"}).result(30)
+                    live.act("topic-create", {"name": "later", "replication_factor": "3"}).result(30)[
+                        "message"
+                    ]
                 )
             except InvalidReplicationFactor:  # a broker whose session expired is registering again
                 return False
@@ -574,3 +580,16 @@ def test_a_memory_store_lab_starts_again_in_the_same_process_and_leaves_zookeepe
         finally:
             live.stop()
     assert (zookeeper_run / "00000000000000000000.log").read_bytes() == b"kept"
+
+
+def test_a_lab_that_failed_to_start_is_reset_by_its_command(lab: LiveLab) -> None:
+    def fail(live: LiveLab) -> None:  # what a start that failed leaves: no cluster, and why
+        live._close_cluster(delete=False)
+        live._failed(RuntimeError("the brokers did not register"))
+
+    lab.submit(fail).result(10)
+    assert (lab.state, lab.error) == ("failed", "the brokers did not register")
+    said = lab.act("clock-reset", {}, by="ada").result(30)
+    assert said == "Lab reset: a fresh cluster with fresh data."
+    assert lab.state == "running"
+    assert lab.act("snapshot", {}).result(10)["topics"]["orders"]

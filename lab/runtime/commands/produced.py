@@ -1,6 +1,6 @@
 """A produce through the API, and what became of it: each record's offset, Kafka's error, or no answer yet.
 
-The API answers once every record has its answer, or after ``driver.SETTLE_S`` with what there is:
+The API answers once every record has its answer, or after ``records.WAIT_S`` with what there is:
 
 - 200: every record is written (its partition and offset; with acks=0, sent: no answer comes);
 - 409: every record has its answer and some failed, each failed one with Kafka's error by name;
@@ -20,8 +20,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from lab.api.errors import NotFound
 from lab.engine.errors import KafkaError
+from lab.engine.limits import Text
+from lab.runtime.actions import NotFound
 
 if TYPE_CHECKING:
     from lab.engine.clients import Producer, RecordMetadata
@@ -31,6 +32,8 @@ if TYPE_CHECKING:
 
 KEEP = 1000
 POLL_AFTER_S = 1  # Retry-After on a 202
+REQUEST_ID = Text(what="a produce request's id", max_length=64)
+POLL = Text(what="where to ask again", max_length=1_000)
 
 
 @dataclass(slots=True, eq=False)
