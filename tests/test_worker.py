@@ -91,6 +91,9 @@ def test_the_web_process_runs_no_lab_and_a_command_reaches_the_labs_owner(
         ports = re.search(r"the demo lab's bootstrap\.servers=(\S+)", server.output())
         assert ports is not None
         assert ports.group(1) in page.text  # and its "connect your own client" panel
+        admin = session.get(server.url + "/labs/demo/admin/", timeout=60)  # the topic admin asks by command
+        assert admin.status_code == 200
+        assert "orders" in admin.text
 
         done = _act(
             session, server, "demo", "topic-create", name="from-web", partitions="1", replication_factor="3"
