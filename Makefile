@@ -18,6 +18,8 @@ ZOOKEEPER_JAR := /usr/share/java/zookeeper.jar
 CHROMIUM := /usr/bin/chromium
 POSTGRES_INITDB := /usr/lib/postgresql/*/bin/initdb
 KCAT := /usr/bin/kcat
+REDIS_SERVER := /usr/bin/redis-server
+WORKERS ?= 0
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 # `$(APT_INSTALL) pkg...`: apt-get install, refreshing the package lists first only when there are
@@ -29,17 +31,18 @@ APT_INSTALL = apt_install() { \
 	    || { $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q --no-install-recommends "$$@"; }; \
 	}; apt_install
 
-.PHONY: help run test lint typecheck pytest browser-tests system-zookeeper system-chromium system-postgresql system-kcat clean
+.PHONY: help run test lint typecheck pytest browser-tests system-zookeeper system-redis system-chromium system-postgresql system-kcat clean
 
 help:
 	@echo "make run    serve the lab at http://$(HOST):$(PORT) with a managed ZooKeeper (Ctrl-C stops all)"
+	@echo "make run WORKERS=N   the same, the labs run by N worker processes over a managed Redis"
 	@echo "make test   ruff, mypy, pytest, then the browser tests in Chromium"
 	@echo "make clean  remove .venv, var/ and caches"
 
-run: system-zookeeper $(STAMP)
-	$(VENV)/bin/python -m lab.serve --host $(HOST) --port $(PORT)
+run: system-zookeeper system-redis $(STAMP)
+	$(VENV)/bin/python -m lab.serve --host $(HOST) --port $(PORT) --workers $(WORKERS)
 
-test: system-zookeeper system-chromium system-postgresql system-kcat $(STAMP)
+test: system-zookeeper system-redis system-chromium system-postgresql system-kcat $(STAMP)
 	$(MAKE) --no-print-directory lint typecheck pytest browser-tests
 
 lint: $(STAMP)
@@ -61,6 +64,14 @@ system-zookeeper:
 	@if [ ! -f $(ZOOKEEPER_JAR) ] || ! command -v java >/dev/null; then \
 	  echo "Installing Debian's zookeeper (and Java with it)..."; \
 	  $(APT_INSTALL) zookeeper; \
+	fi
+
+# Labs over worker processes talk through channels' Redis layer; the lab starts its own server
+# (lab/redis_server.py), the test run too. Debian's service is not used.
+system-redis:
+	@if [ ! -x $(REDIS_SERVER) ]; then \
+	  echo "Installing Debian's redis-server for the lab's workers..."; \
+	  $(APT_INSTALL) redis-server; \
 	fi
 
 system-chromium:

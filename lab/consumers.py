@@ -14,11 +14,13 @@ from typing import Any
 from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
+from django.conf import settings
 from django.template.loader import render_to_string
 
 from lab import access, revocation
 from lab.labs import live_of
 from lab.models import Lab
+from lab.remote import RemoteLab
 from lab.runtime.broadcast import broadcaster
 from lab.runtime.live import LiveLab
 
@@ -37,7 +39,9 @@ def _visible(user: Any, slug: str, session: Any) -> tuple[Lab | None, str, str]:
 
 
 class LabConsumer(AsyncWebsocketConsumer):
-    live: LiveLab | None = None
+    live: LiveLab | RemoteLab | None = None
+    lab: Lab | None = None
+    renewing: asyncio.Task[None] | None = None
     group: str | None = None
     user_group: str | None = None
     slug = ""
@@ -59,6 +63,7 @@ class LabConsumer(AsyncWebsocketConsumer):
             return
         live = await asyncio.to_thread(live_of, lab)
         broadcaster.attach(asyncio.get_running_loop())
+        self.lab = lab
         self.live = live
         self.slug = slug
         self.user_pk = user.pk
@@ -67,14 +72,42 @@ class LabConsumer(AsyncWebsocketConsumer):
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.channel_layer.group_add(self.user_group, self.channel_name)
         await self.accept()
+        await self._subscribe(live)
+
+    async def _subscribe(self, live: Any) -> None:
+        """Count this page on the lab and send it the full state: here, or (a lab on a worker) the
+        lab's owner sends it to this consumer's channel."""
+        if isinstance(live, RemoteLab):
+            live.subscribe_channel(self.channel_name)
+            if self.renewing is None:
+                self.renewing = asyncio.get_running_loop().create_task(self._renew())
+            return
         frame = live.subscribe()
         html = await asyncio.to_thread(live.render_full, frame)
         await self.send(text_data=html)
+
+    async def lab_moved(self, event: dict[str, Any]) -> None:
+        """The lab's worker stopped and another took the lab up: subscribe there (the full state follows)."""
+        if self.live is None or self.lab is None:
+            return
+        self.live = await asyncio.to_thread(live_of, self.lab)
+        await self._subscribe(self.live)
+
+    async def _renew(self) -> None:
+        """A lab on a worker counts this page while it renews: if this process dies, the count lapses."""
+        while True:
+            await asyncio.sleep(settings.LAB_PAGE_RENEW_S)
+            live = self.live
+            if isinstance(live, RemoteLab):
+                await asyncio.to_thread(live.subscribe_channel, self.channel_name)
 
     async def disconnect(self, code: int) -> None:
         await self._leave()
 
     async def _leave(self) -> None:
+        if self.renewing is not None:
+            self.renewing.cancel()
+            self.renewing = None
         for group in (self.group, self.user_group):
             if group is not None:
                 await self.channel_layer.group_discard(group, self.channel_name)

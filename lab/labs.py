@@ -27,7 +27,7 @@ from lab import limits as lab_limits
 from lab import ports
 from lab.engine import limits
 from lab.engine.config import validate_broker_config
-from lab.engine.errors import IllegalArgument, PolicyViolation, ZooKeeperNotAvailable
+from lab.engine.errors import IllegalArgument, KafkaError, PolicyViolation, ZooKeeperNotAvailable
 from lab.listening import LISTENERS_FRAGMENT, LISTENERS_VIEW
 from lab.listening import view_of as listeners_view
 from lab.models import Lab
@@ -42,7 +42,7 @@ from lab.runtime.spec import (
     LabSpec,
     TopicSpec,
 )
-from lab.visuals.frame import plog_key
+from lab.visuals.frame import TopicIndex, plog_key
 from lab.zookeeper_server import INSTALL_HINT, zookeeper_status
 
 log = logging.getLogger(__name__)
@@ -51,6 +51,14 @@ DEMO_USER = "demo"
 DEMO_LAB = "demo"
 DEMO_PASSWORD_FILE = "demo-password"
 CHROOT_PREFIX = "/kafka-lab"
+# True in a lab worker (lab.worker): with LAB_WORKERS set, only workers run labs; the web process
+# reaches them through lab.remote.
+RUNS_LABS_HERE = False
+
+
+def on_workers() -> bool:
+    """Whether this process reaches labs on lab workers (make run WORKERS=N) instead of running them."""
+    return bool(settings.LAB_WORKERS) and not RUNS_LABS_HERE
 
 
 # ---------------------------------------------------------------------------- ZooKeeper or memory
@@ -204,6 +212,10 @@ def delete_lab_data(lab: Lab) -> None:
 
 def _forget(slug: str, data_dir: str, chroot: str) -> None:
     """A lab gone: its runtime stopped, its logs and its chroot removed (each again is harmless)."""
+    if on_workers():
+        from lab import remote
+
+        remote.forget(slug)  # its owner (a lab worker) stops it, and no worker takes it up again
     runtime.stop(slug)
     data = Path(data_dir).resolve()
     if data.is_relative_to(labs_dir().resolve()) and data.exists():
@@ -243,7 +255,12 @@ def lab_row_deleted(sender: Any, instance: Lab, **kwargs: Any) -> None:
 
 
 def live_of(lab: Lab) -> LiveLab:
-    """The lab's runtime, started now if it is not running, its brokers listening for Kafka clients."""
+    """The lab's runtime, started now if it is not running, its brokers listening for Kafka clients.
+    With lab workers on (make run WORKERS=N), a ``lab.remote.RemoteLab``: the lab on its owner."""
+    if on_workers():
+        from lab import remote
+
+        return remote.remote_lab(lab.slug)  # type: ignore[return-value]
     running = runtime.get(lab.slug)
     if running is not None and running.state != "stopped":
         running.wake("a page or an API call")  # whoever asks for the lab uses it: it wakes
@@ -278,15 +295,42 @@ def zookeeper_outage(lab: Lab | None) -> str:
 def boot() -> list[LiveLab]:
     """Start every lab (the demo one included), and hook the classroom back into them:
     what ``make run`` does after migrating."""
-    started = [live_of(lab) for lab in Lab.objects.all()]
     from lab.classroom.attach import reattach_all
 
-    reattach_all()
-    return started
+    if not on_workers():
+        started = [live_of(lab) for lab in Lab.objects.all()]
+        reattach_all()
+        return started
+    # Each lab to a worker with room; beyond every worker's cap a lab waits (its page says why). The
+    # classroom's hooks are named commands: they reach the labs on their workers as anywhere.
+    placed = []
+    for lab in Lab.objects.all():
+        try:
+            placed.append(live_of(lab))
+        except (KafkaError, TimeoutError) as error:
+            log.warning("lab %s was not started: %s", lab.slug, error)
+    reattach_all([live.slug for live in placed])
+    return placed
 
 
 def stop_all() -> None:
     runtime.stop_all()
+
+
+def page_parts(live: Any) -> dict[str, Any]:
+    """What the lab's page is drawn from (any thread): every fragment of the last frame, the topics and
+    whether simulated clients may be added. A worker draws them for the web process the same way."""
+    if hasattr(live, "page"):
+        return live.page()  # type: ignore[no-any-return]
+    frame = live.frame
+    renderer = live.renderer
+    assert renderer is not None
+    index = frame.views.get("plogs")
+    return {
+        "html": renderer.fragments(frame.views),
+        "topics": list(index.topics) if isinstance(index, TopicIndex) else [],
+        "simulated": bool(isinstance(index, TopicIndex) and index.simulated_clients),
+    }
 
 
 # ---------------------------------------------------------------------------- rendering

@@ -22,6 +22,7 @@ import signal
 import socket
 import sys
 from types import FrameType
+from typing import Any
 
 from lab.zookeeper_server import (
     ENV_VAR,
@@ -89,10 +90,64 @@ def _database() -> str:
     return f"SQLite {db['NAME']} (WAL)"
 
 
+def _start_redis(data_dir: Any) -> Any:
+    """The managed Redis the web process and the workers share (unless LAB_REDIS names one); None if it
+    cannot run, and the labs then run in this process."""
+    from lab.redis_server import ENV_VAR as REDIS_VAR
+    from lab.redis_server import INSTALL_HINT as REDIS_HINT
+    from lab.redis_server import ManagedRedis, RedisNotInstalled, RedisStartError
+
+    configured = os.environ.get(REDIS_VAR, "").strip()
+    if configured:
+        _say(f"Redis: {configured} from {REDIS_VAR}")
+        return None
+    try:
+        redis = ManagedRedis(data_dir / "redis", report=_say)
+        url = redis.start()
+    except (RedisNotInstalled, RedisStartError) as error:
+        _say(f"Cannot start Redis: {error}")
+        _say(f"Workers: none; the labs run in this process. Get Redis with: {REDIS_HINT}")
+        return None
+    os.environ[REDIS_VAR] = url
+    _say(f"Redis: {url} (managed, pid {redis.pid}, log {redis.log_path})")
+    return redis
+
+
+def _start_workers(count: int, data_dir: Any, timeout_s: float = 60.0) -> Any:
+    """Start ``count`` supervised lab workers and wait until each has registered in ZooKeeper."""
+    import time
+
+    from django.conf import settings
+
+    from lab.labs import instance_id
+    from lab.runtime.ownership import Ownership
+    from lab.worker_pool import WorkerPool
+
+    pool = WorkerPool(count, data_dir / "workers", report=_say)
+    pool.start()
+    watcher = Ownership(settings.LAB_ZOOKEEPER, instance_id())
+    try:
+        deadline = time.monotonic() + timeout_s
+        while len(watcher.workers()) < count and time.monotonic() < deadline:
+            time.sleep(0.1)
+        ready = len(watcher.workers())
+    finally:
+        watcher.close()
+    if ready < count:
+        _say(f"Workers: only {ready} of {count} registered within {timeout_s:g} s (see {pool.log_dir})")
+    return pool
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m lab.serve", description=__doc__.splitlines()[0])
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8000, help="port to listen on (default 8000)")
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=int(os.environ.get("WORKERS", "").strip() or 0),  # make's variable, if in the environment
+        help="lab worker processes to run the labs (default $WORKERS, else 0: the labs run in this process)",
+    )
     args = parser.parse_args(argv)
 
     signal.signal(signal.SIGTERM, _interrupt)
@@ -116,6 +171,8 @@ def main(argv: list[str] | None = None) -> int:
         _say(line)
 
     zookeeper: ManagedZooKeeper | None = None
+    redis: Any = None
+    pool: Any = None
     labs_started = False
     try:
         hosts = os.environ.get(ENV_VAR, "").strip()
@@ -150,6 +207,17 @@ def main(argv: list[str] | None = None) -> int:
                 os.environ[MANAGED_DIR_ENV_VAR] = str(zookeeper.base_dir)
                 _say(f"ZooKeeper: {hosts} (managed, pid {zookeeper.pid}, log {zookeeper.log_path})")
 
+        workers = max(0, args.workers)
+        if workers and not os.environ.get(ENV_VAR, "").strip():
+            _say("Workers: none, since lab workers need ZooKeeper (their labs' owners are recorded there).")
+            workers = 0
+        if workers:
+            redis = _start_redis(data_dir)
+            if redis is None and not os.environ.get("LAB_REDIS", "").strip():
+                workers = 0
+        if workers:
+            os.environ["LAB_WORKERS"] = str(workers)
+
         import django
         from django.core.management import call_command
 
@@ -170,6 +238,8 @@ def main(argv: list[str] | None = None) -> int:
 
         user, password = labs.ensure_demo_user()
         demo = labs.ensure_demo_lab(user)
+        if workers:
+            pool = _start_workers(workers, data_dir)
         started = labs.boot()
         labs_started = True
         where = (
@@ -178,6 +248,11 @@ def main(argv: list[str] | None = None) -> int:
             else "no demo lab: see the warning above"
         )
         _say(f"Labs: {', '.join(live.slug for live in started)} ({where})")
+        if pool is not None:
+            owners = ", ".join(f"{live.slug} on worker {live.worker}" for live in started)  # type: ignore[attr-defined]
+            _say(
+                f"Workers: {workers} (pids {', '.join(map(str, pool.pids().values()))}; logs in {pool.log_dir}): {owners}"
+            )
         _say(
             f"Kafka listeners: a port per broker from LAB_WIRE_PORTS ({wire_ports}) on "
             f"{settings.LAB_WIRE_BIND_HOST}, advertised as {settings.LAB_ADVERTISED_HOST} (LAB_ADVERTISED_HOST)"
@@ -216,6 +291,12 @@ def main(argv: list[str] | None = None) -> int:
             from lab import labs
 
             labs.stop_all()
+        if pool is not None:
+            _say("Workers: stopping (each stops its labs)...")
+            pool.stop()
+        if redis is not None:
+            _say("Redis: stopping...")
+            redis.stop()
         if zookeeper is not None:
             _say("ZooKeeper: stopping...")
             zookeeper.stop()

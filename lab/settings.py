@@ -24,8 +24,8 @@ Limits (see README, "Limits"): ``LAB_MAX_LABS_PER_USER`` (10), ``LAB_MAX_LABS_PE
 ``LAB_SLEEP_AFTER_S`` (30): how long a lab nobody uses runs before it sleeps (0: never).
 
 Production (see README, "Production settings"): ``DATABASE_URL`` (``postgres://...``, needs the
-``postgres`` extra; default SQLite in ``LAB_DATA_DIR``, in WAL mode), ``REDIS_URL`` (channels'
-Redis layer, the ``redis`` extra; default in-memory), ``DJANGO_CSRF_TRUSTED_ORIGINS``, ``DJANGO_BEHIND_PROXY``,
+``postgres`` extra; default SQLite in ``LAB_DATA_DIR``, in WAL mode), ``LAB_REDIS`` or ``REDIS_URL``
+(channels' Redis layer; default in-memory; ``make run WORKERS=N`` sets it), ``LAB_MAX_LABS_PER_WORKER`` (20), ``DJANGO_CSRF_TRUSTED_ORIGINS``, ``DJANGO_BEHIND_PROXY``,
 ``DJANGO_SSL_REDIRECT``, ``DJANGO_SECURE_COOKIES``, ``DJANGO_HSTS_SECONDS``,
 ``DJANGO_HSTS_INCLUDE_SUBDOMAINS``, ``DJANGO_HSTS_PRELOAD``: with DEBUG off, HTTPS is the default
 everywhere and ``manage.py check --deploy`` passes.
@@ -273,15 +273,32 @@ LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
 
-# One process serves the lab, so the in-memory layer is enough; a Redis layer
-# slots in here when the lab runs on several processes.
+# One process (labs run in the web process): channels' in-memory layer, made cheap for fan-out.
+# LAB_REDIS (set by lab.serve when it runs lab workers, or by hand: redis://host:port/0 or host:port;
+# REDIS_URL is its older name): channels-redis, which the web process and the lab workers share.
 CHANNEL_LAYERS: dict[str, Any] = {"default": {"BACKEND": "lab.runtime.layers.LabChannelLayer"}}
-REDIS_URL = os.environ.get("REDIS_URL", "").strip()
+REDIS_URL = os.environ.get("LAB_REDIS", "").strip() or os.environ.get("REDIS_URL", "").strip()
 if REDIS_URL:
-    _needs("channels_redis", "redis", "REDIS_URL")
+    _needs("channels_redis", "redis", "LAB_REDIS" if os.environ.get("LAB_REDIS", "").strip() else "REDIS_URL")
+    REDIS_URL = REDIS_URL if "://" in REDIS_URL else f"redis://{REDIS_URL}/0"
+    # channels-redis waits on a channel with a blocking pop of up to 5 s; redis-py 8 reads with a shorter
+    # socket timeout by default, which would end every idle wait with an error.
     CHANNEL_LAYERS = {
-        "default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [REDIS_URL]}}
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": 30}]},
+        }
     }
+# Labs over worker processes (lab.worker): how many labs one worker runs at most.
+# LAB_WORKERS > 0 (set by lab.serve --workers N): the web process runs no lab, lab.labs.live_of answers
+# a RemoteLab that reaches the lab's owner over the channel layer.
+LAB_MAX_LABS_PER_WORKER = _env_at_least_one("LAB_MAX_LABS_PER_WORKER", 20)
+LAB_WORKERS = int(os.environ.get("LAB_WORKERS", "").strip() or 0)
+# How long the web process waits for a lab's worker to answer a command before it says so (504).
+LAB_WORKER_TIMEOUT_S = float(os.environ.get("LAB_WORKER_TIMEOUT_S", "").strip() or 30)
+# A page watching a lab on a worker says so again this often; the worker forgets it after three misses
+# (its web process died), so the lab may sleep.
+LAB_PAGE_RENEW_S = float(os.environ.get("LAB_PAGE_RENEW_S", "").strip() or 20)
 
 DATABASES = {"default": sqlite_database(LAB_DATA_DIR / "db.sqlite3")}
 DATABASE_URL = os.environ.get("DATABASE_URL", "").strip()

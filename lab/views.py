@@ -20,7 +20,7 @@ from lab.accounts.forms import LoginForm
 from lab.accounts.throttle import refused
 from lab.engine.config import BROKER_KEYS
 from lab.engine.errors import KafkaError, ZooKeeperNotAvailable
-from lab.labs import DEMO_PASSWORD_FILE, create_lab, delete_lab_data, live_of
+from lab.labs import DEMO_PASSWORD_FILE, create_lab, delete_lab_data, live_of, on_workers
 from lab.limits import LabLimitReached
 from lab.models import Lab
 from lab.runtime.registry import running_labs
@@ -54,12 +54,17 @@ def _facts(status: ZooKeeperStatus) -> list[tuple[str, str]]:
 
 def _home_context(request: HttpRequest) -> dict[str, object]:
     context = _zookeeper_context()
-    summaries = {s.name: s for s in running_labs()}
+    running = running_labs()
+    if on_workers():  # the labs run in lab workers: their lines are on their leases in ZooKeeper
+        from lab import remote
+
+        running = remote.running_labs()
+    summaries = {s.name: s for s in running}
     mine = Lab.objects.filter(owner=request.user)
     context.update(
         labs=[{"lab": lab, "summary": summaries.get(lab.slug)} for lab in mine],
         standing=limits.standing(request.user),
-        running=[s for s in running_labs() if s.name in {lab.slug for lab in mine}],
+        running=[s for s in running if s.name in {lab.slug for lab in mine}],
         session_tip=tip("session", {}),
         session_default=BROKER_KEYS["zookeeper.session.timeout.ms"].default,
         session_min=int(BROKER_KEYS["zookeeper.session.timeout.ms"].minimum or 0),

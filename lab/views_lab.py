@@ -23,12 +23,11 @@ from django.views.decorators.http import require_GET, require_POST
 from lab import access
 from lab.engine.config import CONSUMER_KEYS, TOPIC_KEYS
 from lab.engine.errors import IllegalArgument, KafkaError, ZooKeeperNotAvailable
-from lab.labs import asave_spec, live_of
+from lab.labs import asave_spec, live_of, page_parts
 from lab.models import Lab
 from lab.request_size import reads_too_large, too_large, too_large_message
 from lab.runtime.actions import CONTROLS
 from lab.runtime.live import LiveLab
-from lab.visuals.frame import TopicIndex
 from lab.visuals.glossary import governed_by
 
 ACT_TIMEOUT_S = 60.0
@@ -46,13 +45,16 @@ def lab_page(request: HttpRequest, slug: str) -> HttpResponse:
         if ended is None:
             raise
         return ended
-    live = live_of(lab)
-    frame = live.frame
-    renderer = live.renderer
-    assert renderer is not None
-    html = renderer.fragments(frame.views)  # type: ignore[attr-defined]
-    index = frame.views.get("plogs")
-    topics = index.topics if isinstance(index, TopicIndex) else ()
+    try:
+        live = live_of(lab)
+        parts = page_parts(live)  # drawn here, or by the lab's worker
+    except (KafkaError, TimeoutError) as error:  # on lab workers: every one full, or the owner not answering
+        reason = error.message if isinstance(error, KafkaError) else f"{str(error).capitalize()}."
+        status = 504 if isinstance(error, TimeoutError) else 503
+        context = {"lab": lab, "reason": reason, "status": status}
+        return render(request, "lab/unavailable.html", context, status=status)
+    html = parts["html"]
+    topics = parts["topics"]
     config = dict(live.spec.config)
     return render(
         request,
@@ -62,7 +64,8 @@ def lab_page(request: HttpRequest, slug: str) -> HttpResponse:
             "html": html,
             "can_act": access.can_act(request.user, lab),
             "kafka_version": settings.LAB_KAFKA_VERSION,
-            "simulated": isinstance(index, TopicIndex) and index.simulated_clients,
+            "simulated": parts["simulated"],
+            "listeners_panel": parts.get("listeners_panel", ""),  # drawn by the lab's worker, if on one
             "first_topic": topics[0] if topics else "",
             "default_rf": min(3, lab.brokers),
             "min_isr_default": config.get("min.insync.replicas", TOPIC_KEYS["min.insync.replicas"].default),
@@ -99,10 +102,11 @@ async def act(request: HttpRequest, slug: str, action: str) -> HttpResponse:
         raise Http404(f"no control named {action}")
     if too_large(request):
         return _toast(False, f"INVALID_REQUEST: {too_large_message(too_large(request))}", status=413)
-    live: LiveLab = await asyncio.to_thread(live_of, lab)
     params: dict[str, Any] = {k: request.POST.get(k, "") for k in request.POST}
-    future = live.act(action, params, by=user.get_username())
     try:
+        # On a lab worker (make run WORKERS=N) the lab's owner may not answer: that is a 504 too.
+        live: LiveLab = await asyncio.to_thread(live_of, lab)
+        future = live.act(action, params, by=user.get_username())
         result = await asyncio.wait_for(asyncio.wrap_future(future), ACT_TIMEOUT_S)
     except IllegalArgument as error:
         return _toast(False, f"{error.name}: {error.message}", status=400)
@@ -110,7 +114,11 @@ async def act(request: HttpRequest, slug: str, action: str) -> HttpResponse:
         return _toast(False, f"{error.name}: {error.message}", status=503)
     except KafkaError as error:
         return _toast(False, f"{error.name}: {error.message}", status=409)
-    except TimeoutError:
-        return _toast(False, f"The lab did not answer within {ACT_TIMEOUT_S:g} s.", status=504)
+    except TimeoutError as error:  # the driver, or the lab's worker (its own words), did not answer
+        said = str(error)
+        text = (
+            f"{said[0].upper()}{said[1:]}." if said else f"The lab did not answer within {ACT_TIMEOUT_S:g} s."
+        )
+        return _toast(False, text, status=504)
     await asave_spec(lab, live.spec)
     return _toast(True, str(result["message"] if isinstance(result, dict) else result))

@@ -33,6 +33,24 @@ def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
+def redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The ``redis://`` URL of one real Redis for the whole session (Debian's ``redis-server``, which
+    ``make test`` installs), on a free loopback port, no persistence; or ``LAB_REDIS`` when set."""
+    from lab.redis_server import ENV_VAR as REDIS_ENV_VAR
+    from lab.redis_server import ManagedRedis, redis_url
+
+    configured = os.environ.get(REDIS_ENV_VAR, "").strip()
+    if configured:
+        yield redis_url(configured)
+        return
+    server = ManagedRedis(tmp_path_factory.mktemp("redis"))
+    try:
+        yield server.start(timeout_s=30)
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
 def postgresql() -> Iterator[str]:
     """The ``DATABASE_URL`` of one throwaway PostgreSQL server for the whole session.
 

@@ -27,8 +27,10 @@ class LabServer:
         zookeeper: str | None = None,
         env: dict[str, str] | None = None,
         host: str = "127.0.0.1",
+        workers: int = 0,
     ):
         self.data_dir = data_dir
+        self.workers = workers  # lab worker processes (make run WORKERS=N); 0: labs run in lab.serve
         self.host = host  # what it listens on; the tests reach it on loopback either way
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -40,6 +42,7 @@ class LabServer:
             "DJANGO_SETTINGS_MODULE": "lab.settings",
         }
         self._env.pop("LAB_ZOOKEEPER", None)
+        self._env.pop("LAB_REDIS", None)  # with workers, it starts its own Redis
         # Its labs' Kafka listeners on ports of its own, apart from other servers' on this machine.
         base = random.Random().randrange(20_000, 31_700, 50)
         self._env["LAB_WIRE_PORTS"] = f"{base}-{base + 199}"
@@ -53,7 +56,10 @@ class LabServer:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         with self.output_path.open("wb") as out:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "lab.serve", "--host", self.host, "--port", str(self.port)],
+                [
+                    *(sys.executable, "-m", "lab.serve", "--host", self.host, "--port", str(self.port)),
+                    *(("--workers", str(self.workers)) if self.workers else ()),
+                ],
                 cwd=REPO,
                 env=self._env,
                 stdin=subprocess.DEVNULL,

@@ -15,7 +15,7 @@ from lab import access, listening
 from lab.api import driver
 from lab.api.errors import ERRORS
 from lab.api.schemas import LabDetailOut, LabIn, LabOut, MessageOut
-from lab.labs import create_lab, delete_lab_data, live_of
+from lab.labs import create_lab, delete_lab_data, live_of, on_workers
 from lab.models import Lab
 from lab.runtime.live import LiveLab
 from lab.runtime.manager import runtime
@@ -25,6 +25,15 @@ router = Router(tags=["labs"])
 
 def lab_out(lab: Lab, user: Any, live: LiveLab | None = None) -> dict[str, Any]:
     live = live or runtime.get(lab.slug)
+    if live is None and on_workers():  # a lab on a lab worker runs while a worker holds its lease
+        from lab import remote
+
+        leased = remote.ownership().lease(lab.slug) is not None
+        return {**_out(lab, user, None), "state": "running" if leased else "stopped", "store": "zookeeper"}
+    return _out(lab, user, live)
+
+
+def _out(lab: Lab, user: Any, live: Any) -> dict[str, Any]:
     return {
         "slug": lab.slug,
         "name": lab.name,
@@ -87,6 +96,9 @@ async def get_lab(request: HttpRequest, slug: str) -> Any:
 
 def listeners_out(live: LiveLab) -> dict[str, Any]:
     """``bootstrap_servers`` and each broker's listener, as the lab page shows them."""
+    on_worker: dict[str, Any] | None = getattr(live, "listeners_json", None)
+    if on_worker is not None:  # a lab on a lab worker: its owner said where its listeners are
+        return on_worker
     view = listening.view_of(live)
     return {
         "bootstrap_servers": view.bootstrap_servers,

@@ -124,6 +124,7 @@ def _serve(data_dir: Path, port: int, workers: int) -> subprocess.Popen[bytes]:
         "DJANGO_SETTINGS_MODULE": "lab.settings",
         "WORKERS": str(workers),
         "LAB_MAX_LIVE_LABS": "200",
+        "LAB_MAX_LABS_PER_WORKER": "200",  # one worker runs the whole class when WORKERS=1
         "PYTHONUNBUFFERED": "1",
     }
     env.pop("LAB_ZOOKEEPER", None)  # a managed one, as `make run` has

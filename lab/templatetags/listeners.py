@@ -10,6 +10,7 @@ from django.utils.safestring import SafeString, mark_safe
 
 from lab.listening import LISTENERS_FRAGMENT, LISTENERS_VIEW, snippets_for, view_of
 from lab.models import Lab
+from lab.runtime.live import LiveLab
 from lab.runtime.manager import runtime
 from lab.visuals.frame import TopicIndex
 
@@ -21,18 +22,19 @@ def listeners_panel(context: template.Context, lab: Lab) -> SafeString:
     live = runtime.get(lab.slug)
     if live is None:
         return mark_safe("")
+    return mark_safe(panel(live))
+
+
+def panel(live: LiveLab) -> str:
+    """The panel of a running lab (any thread; a lab worker draws it for the web process's page)."""
     view = view_of(live)
     index = live.frame.views.get("plogs")
     topics = index.topics if isinstance(index, TopicIndex) else [t.name for t in live.spec.topics]
-    return mark_safe(
-        render_to_string(
-            "lab/_listeners.html",
-            {
-                "lab": lab,
-                "v": view,
-                "snippets": snippets_for(view, topics),
-                "live_html": render_to_string(LISTENERS_FRAGMENT, {"v": view, "key": LISTENERS_VIEW}),
-            },
-            request=context.get("request"),
-        )
+    return render_to_string(
+        "lab/_listeners.html",
+        {
+            "v": view,
+            "snippets": snippets_for(view, topics),
+            "live_html": render_to_string(LISTENERS_FRAGMENT, {"v": view, "key": LISTENERS_VIEW}),
+        },
     )
