@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from lab.zookeeper_server import _death_signal_setter, describe_exit
+from lab.managed_server import death_signal_setter, describe_exit
 
 BACKOFF_S = (0.5, 30.0)
 STABLE_S = 60.0
@@ -88,7 +88,7 @@ class WorkerPool:
                 stderr=subprocess.STDOUT,
                 env=self._env,
                 start_new_session=True,
-                preexec_fn=_death_signal_setter(thread_outlives_child=supervisor),
+                preexec_fn=death_signal_setter(thread_outlives_child=supervisor),
             )
         with self._lock:
             self._processes[name] = process

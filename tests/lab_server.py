@@ -12,7 +12,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from lab.zookeeper_server import free_port
+from lab.managed_server import free_port
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lab.zookeeper_server import _death_signal_setter, free_port
+from lab.managed_server import death_signal_setter, free_port
 
 INSTALL_HINT = "apt-get install -y postgresql (make system-postgresql does it)"
 DEBIAN_ROOT = Path("/usr/lib/postgresql")  # /usr/lib/postgresql/<major>/bin/{initdb,postgres,...}
@@ -226,7 +226,7 @@ class ManagedPostgres:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,  # our Ctrl-C does not reach it; we stop it in order
-                preexec_fn=_death_signal_setter(),
+                preexec_fn=death_signal_setter(),
                 **self._as_account(),
             )
 

@@ -13,10 +13,10 @@ from pytest_django.fixtures import Settings as SettingsWrapper
 
 from lab import labs
 from lab.engine.errors import IllegalArgument, InvalidConfig
+from lab.managed_server import free_port
 from lab.models import Lab, LabPort
 from lab.runtime.manager import runtime
 from lab.visuals.frame import plog_key
-from lab.zookeeper_server import free_port
 from tests.labhelpers import make_lab, make_user
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("stop_labs")]

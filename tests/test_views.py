@@ -12,10 +12,11 @@ from django.test import Client
 from pytest_django.fixtures import Settings
 
 from lab.labs import live_of
+from lab.managed_server import free_port
 from lab.models import Lab
 from lab.runtime.manager import runtime
 from lab.runtime.registry import BrokerSummary, LabSummary, register_lab, unregister_lab
-from lab.zookeeper_server import free_port, zookeeper_status
+from lab.zookeeper_server import zookeeper_status
 from tests.labhelpers import make_lab, make_user
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("stop_labs")]

@@ -20,6 +20,7 @@ import pytest
 from kazoo.client import KazooClient
 
 from lab import zookeeper_server
+from lab.managed_server import free_port
 from lab.zookeeper_server import (
     INSTALL_HINT,
     ManagedZooKeeper,
@@ -27,7 +28,6 @@ from lab.zookeeper_server import (
     ZooKeeperStartError,
     find_install,
     four_letter_word,
-    free_port,
     split_hosts,
     zookeeper_hosts,
     zookeeper_status,
