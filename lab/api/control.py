@@ -148,7 +148,12 @@ async def clock_speed(request: HttpRequest, slug: str, body: SpeedIn) -> Any:
 async def events(
     request: HttpRequest,
     slug: str,
-    since: int = Query(0, ge=0, description="the cursor: events after this seq (0: from the oldest kept)"),
+    since: int = Query(
+        0,
+        ge=limits.SINCE.low,
+        le=limits.SINCE.high,
+        description="the cursor: events after this seq (0: from the oldest kept)",
+    ),
     limit: int = Query(100, ge=limits.EVENTS.low, le=limits.EVENTS.high),
 ) -> Any:
     """What happened, oldest first, each with its reason in words; page with ``next`` until ``more`` is false."""

@@ -140,9 +140,17 @@ async def read(
     slug: str,
     topic: str = TopicName,
     partition: int = Query(..., ge=limits.PARTITION.low, le=limits.PARTITION.high),
-    offset: int | None = Query(None, ge=0, description="start here (default: the log start offset)"),
+    offset: int | None = Query(
+        None,
+        ge=limits.OFFSET.low,
+        le=limits.OFFSET.high,
+        description="start here (default: the log start offset)",
+    ),
     timestamp: int | None = Query(
-        None, ge=0, description="or start at the first record at or after this time"
+        None,
+        ge=limits.TIMESTAMP.low,
+        le=limits.TIMESTAMP.high,
+        description="or start at the first record at or after this time",
     ),
     limit: int = Query(100, ge=limits.RECORDS.low, le=limits.RECORDS.high),
     search: str | None = Query(

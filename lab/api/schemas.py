@@ -452,9 +452,9 @@ class GroupOut(Schema):
 class ResetIn(In):
     topic: text(limits.TOPIC_NAME)  # type: ignore[valid-type]
     to: Literal["earliest", "latest", "offset", "timestamp"]
-    offset: int | None = Field(None, ge=0, description="with to=offset, and only then")
-    timestamp: int | None = Field(
-        None, ge=0, description="with to=timestamp, and only then: ms of the lab's virtual time"
+    offset: int | None = whole(limits.OFFSET, None, description="with to=offset, and only then")
+    timestamp: int | None = whole(
+        limits.TIMESTAMP, None, description="with to=timestamp, and only then: ms of the lab's virtual time"
     )
     partitions: list[PartitionIn] | None = Field(
         None, min_length=1, max_length=limits.PARTITIONS.high, description="default: every one"

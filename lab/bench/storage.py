@@ -29,7 +29,7 @@ RECORD_BYTES = 100
 BATCH_RECORDS = 500
 FETCH_BYTES = 1 << 20  # Kafka's max.partition.fetch.bytes default
 SMALL_SEGMENT_BYTES = 16 << 20
-_SEGMENT_FILE = re.compile(r"^\d{20}\.(log|index|timeindex)$")
+_SEGMENT_FILE = re.compile(r"^\d{20}\.(log|index|timeindex|snapshot)$")  # Kafka's: producer state too
 
 
 def _emit(figure: dict[str, object]) -> None:

@@ -139,6 +139,9 @@ PRODUCER_RATE = Number(what="rate", low=0.1, high=1_000.0)  # a simulated produc
 PROCESSING_MS = Whole(what="processing_ms", low=0, high=60_000)
 SESSION_TIMEOUT_MS = Whole(what="session_timeout_ms", low=1_000, high=300_000)  # a simulated consumer's
 EVENTS = Whole(what="limit", low=1, high=1_000)  # journal events in one page
+SINCE = Whole(what="since", low=0, high=2**63 - 1)  # a journal cursor
+OFFSET = Whole(what="offset", low=0, high=2**63 - 1)  # Kafka's offsets are int64
+TIMESTAMP = Whole(what="timestamp", low=0, high=2**63 - 1)  # ms, Kafka's int64
 
 
 def validate_topic_name(name: str) -> None:

@@ -13,7 +13,6 @@ from lab.engine import limits
 from lab.engine.config import TOPIC_KEYS
 from lab.engine.errors import GroupIdNotFound, LeaderNotAvailable, UnknownTopicOrPartition
 from lab.engine.ids import TopicPartition
-from lab.engine.limits import Whole
 from lab.runtime.actions import (
     Act,
     IllegalArgument,
@@ -29,11 +28,7 @@ if TYPE_CHECKING:
 
 INTERNAL_PREFIX = "__"
 BROWSE_WIDEST = 10_000
-SEQ = Whole(what="since", low=0, high=2**63 - 1)  # a journal cursor
-OFFSET = Whole(what="offset", low=0, high=2**63 - 1)
-TIMESTAMP = Whole(
-    what="timestamp", low=0, high=2**63 - 1
-)  # the newest matches of a search are looked for among this many last records
+SEQ, OFFSET, TIMESTAMP = limits.SINCE, limits.OFFSET, limits.TIMESTAMP
 
 
 def is_internal(topic: str) -> bool:
