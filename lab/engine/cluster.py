@@ -484,8 +484,9 @@ class Cluster:
         """The controller's view of topics, when a controller has loaded one. Reading it costs no
         ZooKeeper round trip, so it does not move the clock (a paused lab stays still), as Kafka's
         admin reads come from the brokers' metadata, not from ZooKeeper."""
-        ctx = self.ctx.controller_context
-        return ctx if ctx is not None and not ctx.deleting else None
+        # A topic being deleted stays in the controller's view until its znodes go (a deletion waits
+        # for every replica's broker), as it stays in ZooKeeper: the view still agrees with it.
+        return self.ctx.controller_context
 
     def partition_count(self, topic: str) -> int:
         """How many partitions ``topic`` has (UnknownTopicOrPartition if none)."""

@@ -308,3 +308,20 @@ def test_config_changes_reach_the_controller_and_unclean_election_can_bring_a_pa
         assert any(
             "topic config changed" in t and "unclean election" in t for t in texts(c, "leader_election")
         )
+
+
+def test_while_a_deletion_waits_for_a_dead_broker_reads_come_from_the_controllers_view() -> None:
+    """A deletion can wait minutes for a broker: the topic list and configs keep coming from the
+    controller's view (no ZooKeeper round trip, so a paused lab stays still), which agrees with
+    ZooKeeper: the topic is there, marked for deletion."""
+    with checked_cluster(3) as c:
+        c.create_topic("t", partitions=1, replication_factor=3, config={"retention.ms": "60000"})
+        c.create_topic("kept", partitions=1, replication_factor=1)
+        c.kill_broker(3)
+        c.wait_for(lambda: texts(c, "broker_gone"), 60_000, "broker 3's session to expire")
+        c.delete_topic("t", wait=False)
+        c.run_for(2000)
+        before = c.now_ms
+        assert c.topics() == ["kept", "t"]
+        assert c.topic_config("t") == {"retention.ms": "60000"}
+        assert c.now_ms == before  # answered from memory: the clock did not move for a ZooKeeper read
