@@ -36,14 +36,15 @@ def consume_all(bootstrap: str, expected: set[bytes], timeout_s: float = 60) -> 
     return values
 
 
-def test_every_acknowledged_record_survives_a_leader_kill(kafka_lab: ServedCluster) -> None:
+def produce_through_a_leader_kill(kafka_lab: ServedCluster, config: dict[str, object]) -> list[bytes]:
+    """10,000 records to orders with ``config``; partition 0's leader killed after 3,000. The records
+    acknowledged, all of them (no delivery may fail)."""
     producer = Producer(
         {
             "bootstrap.servers": kafka_lab.bootstrap_servers,
-            "acks": "all",
             "linger.ms": 5,
             "message.timeout.ms": 60_000,
-            "max.in.flight.requests.per.connection": 1,
+            **config,
         }
     )
     acked: list[bytes] = []
@@ -64,6 +65,13 @@ def test_every_acknowledged_record_survives_a_leader_kill(kafka_lab: ServedClust
     assert producer.flush(120) == 0
     assert not failed, failed[:3]
     assert len(acked) == 10_000
+    return acked
+
+
+def test_every_acknowledged_record_survives_a_leader_kill(kafka_lab: ServedCluster) -> None:
+    acked = produce_through_a_leader_kill(
+        kafka_lab, {"acks": "all", "max.in.flight.requests.per.connection": 1}
+    )
     seen = consume_all(kafka_lab.bootstrap_servers, set(acked))
     assert set(acked) <= set(seen)
 
@@ -379,32 +387,8 @@ def logged_values(kafka_lab: ServedCluster) -> dict[int, list[str]]:
 def test_an_idempotent_producer_writes_each_record_once_in_order_through_a_leader_kill(
     kafka_lab: ServedCluster,
 ) -> None:
-    producer = Producer(
-        {
-            "bootstrap.servers": kafka_lab.bootstrap_servers,
-            "enable.idempotence": True,  # librdkafka's default is false: asked for, it needs InitProducerId
-            "linger.ms": 5,
-            "message.timeout.ms": 60_000,
-        }
-    )
-    acked: list[bytes] = []
-    failed: list[KafkaError] = []
-
-    def delivered(error: KafkaError | None, message: object) -> None:
-        if error is None:
-            acked.append(message.value())  # type: ignore[attr-defined]
-        else:
-            failed.append(error)
-
-    victim = kafka_lab.cluster.leader_of("orders", 0)
-    for i in range(10_000):
-        producer.produce("orders", value=b"record-%05d" % i, on_delivery=delivered)
-        producer.poll(0)
-        if i == 3_000:
-            kafka_lab.cluster.kill_broker(victim)
-    assert producer.flush(120) == 0
-    assert not failed, failed[:3]
-    assert len(acked) == 10_000
+    # librdkafka's default is false: asked for, it needs InitProducerId
+    acked = produce_through_a_leader_kill(kafka_lab, {"enable.idempotence": True})
     assert wait_until(lambda: sum(len(v) for v in logged_values(kafka_lab).values()) >= 10_000, 60)
     logs = logged_values(kafka_lab)
     every = [v for values in logs.values() for v in values]

@@ -34,15 +34,17 @@ def consume_all(bootstrap: str, partitions: int, expected: set[bytes], timeout_s
     return values
 
 
-def test_every_acknowledged_record_survives_a_leader_kill(kafka_lab: ServedCluster) -> None:
+def produce_through_a_leader_kill(kafka_lab: ServedCluster, **config: object) -> list[bytes]:
+    """10,000 records to orders with ``config``; partition 0's leader killed after 3,000. The records
+    acknowledged, all of them (no send may fail), and the partition has a new leader."""
     producer = KafkaProducer(
         bootstrap_servers=kafka_lab.bootstrap_servers,
         acks="all",
         linger_ms=5,
-        retries=50,
         retry_backoff_ms=100,
         request_timeout_ms=5_000,
         max_in_flight_requests_per_connection=1,
+        **config,
     )
     acked: list[bytes] = []
     failed: list[BaseException] = []
@@ -66,6 +68,11 @@ def test_every_acknowledged_record_survives_a_leader_kill(kafka_lab: ServedClust
     assert not failed, failed[:3]
     assert len(acked) == 10_000
     assert kafka_lab.cluster.leader_of("orders", 0) != victim
+    return acked
+
+
+def test_every_acknowledged_record_survives_a_leader_kill(kafka_lab: ServedCluster) -> None:
+    acked = produce_through_a_leader_kill(kafka_lab, retries=50)
     seen = consume_all(kafka_lab.bootstrap_servers, 3, set(acked))
     assert set(acked) <= set(seen)
 
@@ -354,37 +361,9 @@ def logged_values(kafka_lab: ServedCluster) -> dict[int, list[str]]:
 def test_an_idempotent_producer_writes_each_record_once_in_order_through_a_leader_kill(
     kafka_lab: ServedCluster,
 ) -> None:
-    producer = KafkaProducer(
-        bootstrap_servers=kafka_lab.bootstrap_servers,
-        enable_idempotence=True,  # InitProducerId, then a producer id, epoch and sequence in each batch
-        acks="all",
-        linger_ms=5,
-        retry_backoff_ms=100,
-        request_timeout_ms=5_000,
-        max_in_flight_requests_per_connection=1,  # kafka-python's idempotent producer insists on 1
-    )
-    acked: list[bytes] = []
-    failed: list[BaseException] = []
-    lock = threading.Lock()
-
-    def done(value: bytes):
-        def ok(_metadata: object) -> None:
-            with lock:
-                acked.append(value)
-
-        return ok
-
-    victim = kafka_lab.cluster.leader_of("orders", 0)
-    for i in range(10_000):
-        value = b"record-%05d" % i
-        producer.send("orders", value=value).add_callback(done(value)).add_errback(failed.append)
-        if i == 3_000:
-            kafka_lab.cluster.kill_broker(victim)
-    producer.flush(timeout=120)
-    producer.close()
-    assert not failed, failed[:3]
-    assert len(acked) == 10_000
-    assert kafka_lab.cluster.leader_of("orders", 0) != victim
+    # InitProducerId, then a producer id, epoch and sequence in each batch; kafka-python's idempotent
+    # producer insists on one request in flight, as the helper has it.
+    acked = produce_through_a_leader_kill(kafka_lab, enable_idempotence=True)
     assert wait_until(lambda: sum(len(v) for v in logged_values(kafka_lab).values()) >= 10_000, 60)
     logs = logged_values(kafka_lab)
     every = [v for values in logs.values() for v in values]
