@@ -10,6 +10,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 
 from lab.cluster import ServedCluster
 from tests.processes import wait_until
+from tests.wire.served import assert_written_once_in_order
 
 FAST_FAILOVER = {"zookeeper.session.timeout.ms": "1500", "min.insync.replicas": "2"}
 pytestmark = pytest.mark.kafka_lab(brokers=3, topics=["orders:3:3"], config=FAST_FAILOVER)
@@ -379,27 +380,9 @@ def test_admin_client_lists_describes_and_deletes_groups(kafka_lab: ServedCluste
     assert "audit" not in kafka_lab.cluster.groups()
 
 
-def logged_values(kafka_lab: ServedCluster) -> dict[int, list[str]]:
-    """Each partition's records as its leader holds them, in offset order."""
-    return {p: [r["value"] for r in kafka_lab.cluster.browse("orders", p, limit=10_000)] for p in range(3)}
-
-
 def test_an_idempotent_producer_writes_each_record_once_in_order_through_a_leader_kill(
     kafka_lab: ServedCluster,
 ) -> None:
     # librdkafka's default is false: asked for, it needs InitProducerId
     acked = produce_through_a_leader_kill(kafka_lab, {"enable.idempotence": True})
-    assert wait_until(lambda: sum(len(v) for v in logged_values(kafka_lab).values()) >= 10_000, 60)
-    logs = logged_values(kafka_lab)
-    every = [v for values in logs.values() for v in values]
-    assert len(every) == len(set(every)) == 10_000  # no retry wrote a record twice
-    assert set(every) == {v.decode() for v in acked}
-    for values in logs.values():
-        assert values == sorted(values)  # each partition in the order the records were sent
-    producers = {
-        p["producer_id"]
-        for part in kafka_lab.cluster.snapshot()["topics"]["orders"]["partitions"]
-        for log in part["logs"].values()
-        for p in log["producers"]
-    }
-    assert len(producers) == 1  # one producer id, from InitProducerId, on every replica
+    assert_written_once_in_order(kafka_lab, acked)
