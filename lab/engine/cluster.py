@@ -9,11 +9,11 @@ gets Kafka's error and changes nothing.
 
 from __future__ import annotations
 
-import random
 import shutil
 import tempfile
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from pathlib import Path
+from random import Random  # seeded instances only: never the global generator
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 from lab.engine import errors
@@ -96,8 +96,8 @@ class Cluster:
             config=config,
             data_dir=data_dir,
             epoch_ms=epoch_ms,
-            cluster_id_proposal=kafka_uuid(random.Random(f"cluster.id:{name}:{scheduler.seed}")),
-            topic_ids=random.Random(f"topic.id:{name}:{scheduler.seed}:{epoch_ms}"),
+            cluster_id_proposal=kafka_uuid(Random(f"cluster.id:{name}:{scheduler.seed}")),
+            topic_ids=Random(f"topic.id:{name}:{scheduler.seed}:{epoch_ms}"),
             broker_ids=list(broker_ids),
         )
         self.brokers: dict[BrokerId, Broker] = {}

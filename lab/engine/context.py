@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import random
 from dataclasses import dataclass, field
 from pathlib import Path
+from random import Random  # seeded instances only: never the global generator
 from typing import Any
 
 from lab.engine.config import BrokerConfig
@@ -40,7 +40,7 @@ class EngineContext:
     cluster_id_proposal: str = ""
     # Topic ids (KIP-516): from the seed and the epoch, so each cluster's differ.
     # Never the global random nor an entropy-seeded one: a context made without one stays reproducible.
-    topic_ids: random.Random = field(default_factory=lambda: random.Random("topic.id"))
+    topic_ids: Random = field(default_factory=lambda: Random("topic.id"))
 
     @property
     def now_ms(self) -> int:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import base64
-import random
+from random import Random  # seeded instances only: never the global generator
 from typing import NamedTuple
 
 BrokerId = int
@@ -34,7 +34,7 @@ class TopicPartition(NamedTuple):
         return cls(topic, int(part))
 
 
-def kafka_uuid(rng: random.Random) -> str:
+def kafka_uuid(rng: Random) -> str:
     """A version-4 UUID as Kafka prints its cluster and topic ids: 16 bytes, base64url, no padding.
 
     From the cluster's own seeded generator, so a seed gives the same ids. Like Kafka's
