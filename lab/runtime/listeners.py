@@ -253,11 +253,13 @@ class Listeners:
             if self._wanted.get(broker_id) == want:
                 continue
             self._wanted[broker_id] = want
+            # A broker's address outlives its listener: until the cluster sees it gone (its
+            # ZooKeeper session expires), Kafka's Metadata still names a crashed broker, and a client
+            # must be able to look up the leader it is told about (and find it refusing).
+            wire.advertised[broker_id] = (self.advertised_host, listener.port)
             if want:
-                wire.advertised[broker_id] = (self.advertised_host, listener.port)
                 opening.append(wire_loop.run(listener.open()))
             else:
-                wire.advertised.pop(broker_id, None)
                 wire.drop_broker(
                     broker_id, (why or {}).get(broker_id) or f"broker {broker_id} is not running"
                 )

@@ -7,11 +7,13 @@ import struct
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
-from kio.index import load_request_schema
+from kio.index import load_request_schema, load_response_schema
+from kio.serial import entity_reader
 
-from lab.cluster import ServedCluster, free_ports, serve
+from lab.cluster import ServedCluster, free_ports, parse_topic, serve
 from lab.runtime.listeners import PAUSE_READING_AT, WireLoop
 from lab.wire.codec import API_VERSIONS, Header, encode_request
 from lab.wire.framing import frame
@@ -157,3 +159,42 @@ def test_a_bad_frame_drops_the_client_and_says_so(served: ServedCluster) -> None
         assert sock.recv(1) == b""
     assert wait_until(lambda: any("client_disconnected" in e for e in client_events(served)), 10)
     assert any("a frame said its size was -5 bytes" in e for e in client_events(served))
+
+
+def metadata(sock: socket.socket, correlation_id: int) -> Any:
+    """Every topic's metadata (Metadata v12), as the broker behind ``sock`` answers it."""
+    header = Header(api_key=3, api_version=12, correlation_id=correlation_id, client_id="t")
+    request = make(
+        load_request_schema(3, 12),
+        {"topics": None, "allow_auto_topic_creation": False, "include_topic_authorized_operations": False},
+    )
+    sock.sendall(frame(encode_request(header, request)))
+    stream = sock.makefile("rb")
+    (size,) = struct.unpack(">i", stream.read(4))
+    body = stream.read(size)
+    schema = load_response_schema(3, 12)
+    _, at = entity_reader(schema.__header_schema__)(body, 0)
+    answer, _ = entity_reader(schema)(body, at)
+    return answer
+
+
+def test_a_killed_leader_stays_listed_with_its_address_while_the_cluster_thinks_it_alive(
+    tmp_path: Path,
+) -> None:
+    # Until its ZooKeeper session expires, a crashed broker is alive to the others: Kafka's Metadata
+    # still names it, at its address, as the leader it was; clients find it refusing connections
+    # and retry. A leader missing from the brokers listed would leave a client with a partition
+    # whose leader it cannot look up (aiokafka loops on "Broker id 1 not in current metadata").
+    config = {"zookeeper.session.timeout.ms": "60000"}
+    topics = [parse_topic("orders:3:3")]
+    with serve(brokers=3, port=free_ports(3), data_dir=tmp_path, topics=topics, config=config) as served:
+        victim = served.cluster.leader_of("orders", 0)
+        survivor = next(b for b in (1, 2, 3) if b != victim)
+        served.cluster.kill_broker(victim)
+        host, port = served.brokers[survivor].split(":")
+        with socket.create_connection((host, int(port)), timeout=30) as sock:
+            answer = metadata(sock, 1)
+        listed = {b.node_id: f"{b.host}:{b.port}" for b in answer.brokers}
+        assert listed[victim] == served.brokers[victim]
+        leaders = {p.leader_id for t in answer.topics for p in t.partitions}
+        assert leaders <= set(listed) | {-1}
