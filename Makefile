@@ -54,8 +54,17 @@ typecheck: $(STAMP)
 
 # Browser tests run in their own process: an asyncio test after a sync Playwright test in one
 # process fails. pytest exits 5 when it collects nothing; make counts that as the failure it is.
+# The suite waits on real processes (ZooKeeper, workers, servers) as much as it computes: two pytest
+# processes (pytest-xdist, a test module stays in one) halve its time on two cores. Each process
+# starts its own ZooKeeper, Redis and database, and takes its labs' ports from a window of its own.
+TEST_PROCESSES ?= 2
+
+# The schemathesis module runs alone: under pytest-xdist its per-operation tests collapse into one.
+SCHEMA_TESTS := tests/api/test_schema.py
+
 pytest: $(STAMP)
-	$(VENV)/bin/pytest -m "not browser" $(PYTEST_ARGS)
+	$(VENV)/bin/pytest -m "not browser" -n $(TEST_PROCESSES) --dist loadfile --ignore $(SCHEMA_TESTS) $(PYTEST_ARGS)
+	$(VENV)/bin/pytest $(SCHEMA_TESTS) $(PYTEST_ARGS)
 
 browser-tests: $(STAMP)
 	$(VENV)/bin/pytest -m browser tests/browser $(PYTEST_ARGS)

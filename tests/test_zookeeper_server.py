@@ -316,7 +316,9 @@ def test_a_killed_server_is_reaped_and_started_again_with_backoff(tmp_path: Path
     said: list[str] = []
     server = ManagedZooKeeper(tmp_path, restart_backoff_s=(0.3, 5.0), report=said.append)
     hosts = server.start(timeout_s=60)
-    client = _kazoo(hosts)
+    # The session must outlast the restart: a JVM starting on a loaded machine can take longer than
+    # 10 s before it answers, and the session is only kept if the client is back before it expires.
+    client = _kazoo(hosts, timeout_s=40.0)
     try:
         client.create("/kept", b"yes")
         session = client.client_id[0]
