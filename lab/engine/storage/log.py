@@ -558,20 +558,21 @@ class PartitionLog:
         self._check_open()
         if offset < self._log_start_offset or offset > self.log_end_offset:
             raise self._out_of_range(offset)
-        empty = FetchData(fetch_offset=offset, records=b"", first_offset=offset, next_offset=offset)
-        if offset == self.log_end_offset or (max_offset is not None and offset >= max_offset):
-            return empty
-        segments = self._segments
-        for i in range(max(0, bisect_right(self._bases, offset) - 1), len(segments)):
-            found = segments[i].read(offset, max_bytes, max_offset)
-            if found is not None:
-                records, first_offset, next_offset = found
-                if not records:
-                    return empty
-                return FetchData(
-                    fetch_offset=offset, records=records, first_offset=first_offset, next_offset=next_offset
-                )
-        return empty
+        if offset != self.log_end_offset and (max_offset is None or offset < max_offset):
+            segments = self._segments
+            for i in range(max(0, bisect_right(self._bases, offset) - 1), len(segments)):
+                found = segments[i].read(offset, max_bytes, max_offset)
+                if found is not None:
+                    records, first_offset, next_offset = found
+                    if records:
+                        return FetchData(
+                            fetch_offset=offset,
+                            records=records,
+                            first_offset=first_offset,
+                            next_offset=next_offset,
+                        )
+                    break
+        return FetchData(fetch_offset=offset, records=b"", first_offset=offset, next_offset=offset)
 
     def offset_for_timestamp(self, timestamp_ms: int) -> int | None:
         """The first offset whose record timestamp is >= ``timestamp_ms`` (ListOffsets), None if none.

@@ -457,15 +457,21 @@ class LogSegment:
         At least one batch (if any below ``max_offset``) even when it is larger than ``max_bytes``;
         never a batch whose last offset is >= ``max_offset``. None when no batch holds ``offset`` or later.
         """
+        fd = self._fd
+        if fd is not None:  # the active segment, where followers and consumers read: no context manager
+            return self._read(fd, offset, max_bytes, max_offset)
         with self._reader() as fd:
-            first = self._translate(fd, offset)
-            if first is None:
-                return None
-            if max_offset is not None and first.last_offset >= max_offset:
-                return b"", first.base_offset, offset
-            chunk = self._read_at(
-                fd, min(max(max_bytes, first.size), self.size - first.position), first.position
-            )
+            return self._read(fd, offset, max_bytes, max_offset)
+
+    def _read(
+        self, fd: int, offset: int, max_bytes: int, max_offset: int | None
+    ) -> tuple[bytes | memoryview, int, int] | None:
+        first = self._translate(fd, offset)
+        if first is None:
+            return None
+        if max_offset is not None and first.last_offset >= max_offset:
+            return b"", first.base_offset, offset
+        chunk = self._read_at(fd, min(max(max_bytes, first.size), self.size - first.position), first.position)
         end = first.size
         next_offset = first.last_offset + 1
         unpack = _SHORT_HEADER.unpack_from
