@@ -782,7 +782,11 @@ class Broker:
             limit = (
                 None if follower else partition.last_stable_offset if committed else partition.high_watermark
             )
-            if (limit is not None and fp.fetch_offset >= limit) or fp.max_bytes <= 0:
+            if (
+                (limit is not None and fp.fetch_offset >= limit)
+                or fp.max_bytes <= 0
+                or fp.fetch_offset == log.log_end_offset  # a follower caught up: nothing to read yet
+            ):
                 records = b""
                 count = 0
             else:

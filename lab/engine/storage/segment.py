@@ -556,12 +556,18 @@ class LogSegment:
 
 def _write_fully(fd: int, pieces: Sequence[bytes | bytearray | memoryview], total: int) -> None:
     """os.writev until every byte is written (short writes are rare on files, but legal)."""
+    written = os.writev(fd, pieces) if len(pieces) <= _IOV_MAX else 0
+    if written != total:  # an append almost always takes the one call
+        _write_rest(fd, pieces, total, written)
+
+
+def _write_rest(
+    fd: int, pieces: Sequence[bytes | bytearray | memoryview], total: int, written: int
+) -> None:
+    """Write what is left once ``written`` bytes of ``pieces`` are written."""
     queue: list[bytes | bytearray | memoryview] = list(pieces)
     i, written_total = 0, 0
-    while i < len(queue):
-        written = os.writev(fd, queue[i : i + _IOV_MAX])
-        if written <= 0:
-            raise OSError(f"wrote {written_total} of {total} bytes, then nothing")
+    while True:
         written_total += written
         # Skip the pieces that went out whole; keep the tail of a piece written in part.
         while i < len(queue) and written >= len(queue[i]):
@@ -569,5 +575,10 @@ def _write_fully(fd: int, pieces: Sequence[bytes | bytearray | memoryview], tota
             i += 1
         if written:
             queue[i] = memoryview(queue[i])[written:]
+        if i == len(queue):
+            break
+        written = os.writev(fd, queue[i : i + _IOV_MAX])
+        if written <= 0:
+            raise OSError(f"wrote {written_total} of {total} bytes, then nothing")
     if written_total != total:
         raise OSError(f"wrote {written_total} of {total} bytes")
