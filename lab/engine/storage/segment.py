@@ -561,9 +561,7 @@ def _write_fully(fd: int, pieces: Sequence[bytes | bytearray | memoryview], tota
         _write_rest(fd, pieces, total, written)
 
 
-def _write_rest(
-    fd: int, pieces: Sequence[bytes | bytearray | memoryview], total: int, written: int
-) -> None:
+def _write_rest(fd: int, pieces: Sequence[bytes | bytearray | memoryview], total: int, written: int) -> None:
     """Write what is left once ``written`` bytes of ``pieces`` are written."""
     queue: list[bytes | bytearray | memoryview] = list(pieces)
     i, written_total = 0, 0
