@@ -732,10 +732,32 @@ class Broker:
                     self.spawn(self._write_isr(change), f"ISR change of {tp}")
                 if partition.maybe_increment_high_watermark():
                     self._high_watermark_moved(tp)
+        if req.max_wait_ms > 0 and self._caught_up(req):
+            self._park_fetch(env, req)  # nothing to read yet: no read to find it out
+            return
         response, enough = self._read_fetch(req)
         if enough or req.max_wait_ms <= 0:
             self._send_fetch_response(env, response)
             return
+        self._park_fetch(env, req)
+
+    def _caught_up(self, req: FetchRequest) -> bool:
+        """A follower fetching from the log end of every partition it asks for, each led here in the
+        epoch it names: a read would find nothing and no error, so the fetch waits (DelayedFetch)."""
+        if req.replica_id < 0 or req.min_bytes <= 0:
+            return False
+        for tp, fp in req.partitions.items():
+            partition = self.partitions.get(tp)
+            if (
+                partition is None
+                or not partition.is_leader
+                or fp.current_leader_epoch != partition.leader_epoch
+                or fp.fetch_offset != partition.log.log_end_offset
+            ):
+                return False
+        return True
+
+    def _park_fetch(self, env: Envelope, req: FetchRequest) -> None:
         delayed = DelayedFetch(env)
         delayed.timer = self.later(req.max_wait_ms, self._expire_fetch, delayed, label="fetch wait")
         for tp in req.partitions:
@@ -782,7 +804,11 @@ class Broker:
             limit = (
                 None if follower else partition.last_stable_offset if committed else partition.high_watermark
             )
-            if (limit is not None and fp.fetch_offset >= limit) or fp.max_bytes <= 0:
+            if (
+                (limit is not None and fp.fetch_offset >= limit)
+                or fp.max_bytes <= 0
+                or fp.fetch_offset == log.log_end_offset  # a follower caught up: nothing to read yet
+            ):
                 records = b""
                 count = 0
             else:

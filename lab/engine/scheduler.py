@@ -17,6 +17,10 @@ from typing import Any
 _FIRST_SWEEP = 1024
 
 
+def _nothing(*_args: Any) -> None:
+    """A cancelled timer's callback (it never runs)."""
+
+
 @dataclass(slots=True, eq=False)
 class Timer:
     """A scheduled call; cancel it with ``Scheduler.cancel`` (or ``timer.cancel()``)."""
@@ -29,7 +33,11 @@ class Timer:
     cancelled: bool = False
 
     def cancel(self) -> None:
+        # What it would have called, and with what, go at once: a cancelled timer waits in the heap
+        # until it comes up or a sweep, and must not keep alive a request, its answer or its batch.
         self.cancelled = True
+        self.callback = _nothing
+        self.args = ()
 
 
 @dataclass(slots=True)
@@ -76,7 +84,7 @@ class Scheduler:
     @staticmethod
     def cancel(timer: Timer | None) -> None:
         if timer is not None:
-            timer.cancelled = True
+            timer.cancel()
 
     def _drop_cancelled(self) -> None:
         heap = self._heap

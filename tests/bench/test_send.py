@@ -25,6 +25,11 @@ def test_send_prints_one_figure_with_its_baseline_and_ratio(capsys: pytest.Captu
     assert figure["ratio"] == pytest.approx(
         figure["records_per_s"] / figure["baseline_records_per_s"], rel=0.01
     )
+    # The application keeps 50,000 futures: young collections run, and take some of the lab's time.
+    young, middle, full = figure["gc_collections"]
+    assert young > 50
+    assert young >= middle >= full >= 0
+    assert 0 < figure["gc_share"] < 1
 
 
 def test_send_is_one_of_the_benches() -> None:

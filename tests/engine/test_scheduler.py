@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import weakref
+
 from lab.engine.scheduler import Scheduler
 
 
@@ -75,6 +77,26 @@ def test_a_cancelled_timer_never_runs() -> None:
     _run_all(s)
     assert ran == ["kept"]
     assert s.events_run == 1
+
+
+def test_a_cancelled_timer_lets_go_of_what_it_would_have_called_at_once() -> None:
+    # A request's timeout is cancelled when its answer comes, but waits in the heap until a sweep:
+    # it must not keep the request (and what hangs on it) alive meanwhile.
+    s = Scheduler()
+
+    class Request:
+        def expire(self) -> None:
+            raise AssertionError("a cancelled timer ran")
+
+    request = Request()
+    gone = weakref.ref(request)
+    by_method = s.call_later(30_000, request.expire)
+    by_argument = s.call_later(30_000, Request.expire, request)
+    Scheduler.cancel(by_method)
+    by_argument.cancel()
+    del request
+    assert gone() is None
+    assert s.next_time() is None
 
 
 def test_cancelling_from_inside_an_event_stops_a_later_one_due_at_the_same_time() -> None:

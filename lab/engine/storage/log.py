@@ -21,7 +21,7 @@ from __future__ import annotations
 import shutil
 import struct
 from bisect import bisect_right
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -153,6 +153,46 @@ def parse_partition_dir(name: str) -> tuple[str, int]:
     return topic, int(partition)
 
 
+class _LastAppend:
+    """What the last append wrote, for the reads that come right after it (a leader's followers
+    fetching what it just took): found without looking the batch up in the segment again, its
+    pieces joined once, on the first read, and that read's answer given to the next ones too."""
+
+    __slots__ = ("batches", "end", "fetched", "first_offset", "next_offset", "pieces", "segment")
+
+    def __init__(
+        self,
+        segment: LogSegment,
+        pieces: Sequence[bytes | memoryview],
+        first_offset: int,
+        next_offset: int,
+        batches: int,
+    ) -> None:
+        self.segment = segment
+        self.end = segment.size  # while the segment ends here, nothing was cut or rewritten since
+        self.pieces = pieces
+        self.first_offset = first_offset
+        self.next_offset = next_offset
+        self.batches = batches
+        self.fetched: FetchData | None = None
+
+    def read(self, max_bytes: int) -> FetchData | None:
+        """What ``PartitionLog.read`` of the first offset would answer; None when it would cut it."""
+        fetched = self.fetched
+        if fetched is None:
+            records = b"".join(self.pieces)
+            fetched = self.fetched = FetchData(
+                fetch_offset=self.first_offset,
+                records=records,
+                first_offset=self.first_offset,
+                next_offset=self.next_offset,
+            )
+            self.pieces = ()
+        if len(fetched.records) <= max_bytes or self.batches == 1:
+            return fetched
+        return None
+
+
 class PartitionLog:
     """One replica's log of one partition. Build it with ``PartitionLog.open``."""
 
@@ -181,6 +221,7 @@ class PartitionLog:
         self._delete_horizon: int | None = None
         self._delete_horizon_known = False
         self._closed = False
+        self._last_append: _LastAppend | None = None
         self._segments[-1].open_handle()
         self._producer_state = ProducerStateManager(directory, directory.name)
 
@@ -376,7 +417,9 @@ class PartitionLog:
             offset = last + 1
         last_offset = offset - 1
         self._maybe_roll(total, max_timestamp, first_offset, last_offset, now_ms)
-        self._segments[-1].append(pieces, batch_infos)
+        active = self._segments[-1]
+        active.append(pieces, batch_infos)
+        self._last_append = _LastAppend(active, pieces, first_offset, last_offset + 1, len(slots))
         self._epoch_cache.assign(leader_epoch, first_offset)
         if idempotent:
             for index, fields in idempotent:
@@ -474,7 +517,9 @@ class PartitionLog:
             return _nothing_appended()
         first = _BASE_OFFSET.unpack_from(view, 0)[0]
         self._maybe_roll(total, max_timestamp, first, previous_last, now_ms)
-        self._segments[-1].append([view], batch_infos)
+        active = self._segments[-1]
+        active.append([view], batch_infos)
+        self._last_append = _LastAppend(active, [view], first, previous_last + 1, len(batch_infos))
         for epoch, start in epochs:
             self._epoch_cache.assign(epoch, start)
         for fields in producers:
@@ -558,20 +603,32 @@ class PartitionLog:
         self._check_open()
         if offset < self._log_start_offset or offset > self.log_end_offset:
             raise self._out_of_range(offset)
-        empty = FetchData(fetch_offset=offset, records=b"", first_offset=offset, next_offset=offset)
-        if offset == self.log_end_offset or (max_offset is not None and offset >= max_offset):
-            return empty
-        segments = self._segments
-        for i in range(max(0, bisect_right(self._bases, offset) - 1), len(segments)):
-            found = segments[i].read(offset, max_bytes, max_offset)
-            if found is not None:
-                records, first_offset, next_offset = found
-                if not records:
-                    return empty
-                return FetchData(
-                    fetch_offset=offset, records=records, first_offset=first_offset, next_offset=next_offset
-                )
-        return empty
+        last = self._last_append
+        if (
+            last is not None
+            and offset == last.first_offset
+            and (max_offset is None or last.next_offset <= max_offset)
+            and last.segment is self._segments[-1]
+            and last.segment.size == last.end
+        ):
+            fetched = last.read(max_bytes)
+            if fetched is not None:
+                return fetched
+        if offset != self.log_end_offset and (max_offset is None or offset < max_offset):
+            segments = self._segments
+            for i in range(max(0, bisect_right(self._bases, offset) - 1), len(segments)):
+                found = segments[i].read(offset, max_bytes, max_offset)
+                if found is not None:
+                    records, first_offset, next_offset = found
+                    if records:
+                        return FetchData(
+                            fetch_offset=offset,
+                            records=records,
+                            first_offset=first_offset,
+                            next_offset=next_offset,
+                        )
+                    break
+        return FetchData(fetch_offset=offset, records=b"", first_offset=offset, next_offset=offset)
 
     def offset_for_timestamp(self, timestamp_ms: int) -> int | None:
         """The first offset whose record timestamp is >= ``timestamp_ms`` (ListOffsets), None if none.

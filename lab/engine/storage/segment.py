@@ -457,15 +457,21 @@ class LogSegment:
         At least one batch (if any below ``max_offset``) even when it is larger than ``max_bytes``;
         never a batch whose last offset is >= ``max_offset``. None when no batch holds ``offset`` or later.
         """
+        fd = self._fd
+        if fd is not None:  # the active segment, where followers and consumers read: no context manager
+            return self._read(fd, offset, max_bytes, max_offset)
         with self._reader() as fd:
-            first = self._translate(fd, offset)
-            if first is None:
-                return None
-            if max_offset is not None and first.last_offset >= max_offset:
-                return b"", first.base_offset, offset
-            chunk = self._read_at(
-                fd, min(max(max_bytes, first.size), self.size - first.position), first.position
-            )
+            return self._read(fd, offset, max_bytes, max_offset)
+
+    def _read(
+        self, fd: int, offset: int, max_bytes: int, max_offset: int | None
+    ) -> tuple[bytes | memoryview, int, int] | None:
+        first = self._translate(fd, offset)
+        if first is None:
+            return None
+        if max_offset is not None and first.last_offset >= max_offset:
+            return b"", first.base_offset, offset
+        chunk = self._read_at(fd, min(max(max_bytes, first.size), self.size - first.position), first.position)
         end = first.size
         next_offset = first.last_offset + 1
         unpack = _SHORT_HEADER.unpack_from
@@ -550,12 +556,16 @@ class LogSegment:
 
 def _write_fully(fd: int, pieces: Sequence[bytes | bytearray | memoryview], total: int) -> None:
     """os.writev until every byte is written (short writes are rare on files, but legal)."""
+    written = os.writev(fd, pieces) if len(pieces) <= _IOV_MAX else 0
+    if written != total:  # an append almost always takes the one call
+        _write_rest(fd, pieces, total, written)
+
+
+def _write_rest(fd: int, pieces: Sequence[bytes | bytearray | memoryview], total: int, written: int) -> None:
+    """Write what is left once ``written`` bytes of ``pieces`` are written."""
     queue: list[bytes | bytearray | memoryview] = list(pieces)
     i, written_total = 0, 0
-    while i < len(queue):
-        written = os.writev(fd, queue[i : i + _IOV_MAX])
-        if written <= 0:
-            raise OSError(f"wrote {written_total} of {total} bytes, then nothing")
+    while True:
         written_total += written
         # Skip the pieces that went out whole; keep the tail of a piece written in part.
         while i < len(queue) and written >= len(queue[i]):
@@ -563,5 +573,10 @@ def _write_fully(fd: int, pieces: Sequence[bytes | bytearray | memoryview], tota
             i += 1
         if written:
             queue[i] = memoryview(queue[i])[written:]
+        if i == len(queue):
+            break
+        written = os.writev(fd, queue[i : i + _IOV_MAX])
+        if written <= 0:
+            raise OSError(f"wrote {written_total} of {total} bytes, then nothing")
     if written_total != total:
         raise OSError(f"wrote {written_total} of {total} bytes")

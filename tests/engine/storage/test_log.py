@@ -266,6 +266,42 @@ def test_reads_stop_below_max_offset(tmp_path: Path) -> None:
     assert log.read(7, 1 << 20, max_offset=7).is_empty
 
 
+def test_a_read_of_what_was_just_appended_answers_as_a_read_from_the_files(tmp_path: Path) -> None:
+    # Followers read what their leader just appended: the log answers from that append, and must
+    # answer exactly what reading its segment would, whatever happened to the log in between.
+    directory = new_dir(tmp_path)
+    log = PartitionLog.open(directory, LogConfig(), now_ms=0)
+
+    def from_files(offset: int, max_bytes: int, max_offset: int | None = None) -> tuple[bytes, int, int]:
+        other = PartitionLog.open(directory, LogConfig(), now_ms=0)  # the same files, nothing in memory
+        fetched = other.read(offset, max_bytes, max_offset=max_offset)
+        return bytes(fetched.records), fetched.first_offset, fetched.next_offset
+
+    def read(offset: int, max_bytes: int, max_offset: int | None = None) -> tuple[bytes, int, int]:
+        fetched = log.read(offset, max_bytes, max_offset=max_offset)
+        return bytes(fetched.records), fetched.first_offset, fetched.next_offset
+
+    fill(log, 2)  # 0-1, 2-3
+    two = batch(kv(4), kv(5), ts=7) + batch(kv(6), ts=8)  # 4-5 and 6 in one append
+    log.append_as_leader(two, leader_epoch=1, now_ms=0)
+    for args in ((4, 1 << 20), (4, 1 << 20), (4, 10), (4, 1 << 20, 6), (4, 1 << 20, 7), (4, 1 << 20, 5)):
+        assert read(*args) == from_files(*args)
+    assert [r.offset for r in iter_records(read(4, 1 << 20)[0])] == [4, 5, 6]
+    assert log.read(4, 1 << 20) is log.read(4, 1 << 20)  # the second reader gets the first one's answer
+    assert [r.offset for r in iter_records(read(4, 10)[0])] == [4, 5]  # max_bytes: the first batch only
+    assert read(4, 1 << 20, 6)[2] == 6  # below max_offset (a consumer's high watermark) only
+    # Cut back and written again with other records at the same offsets: the new ones are read.
+    assert log.truncate_to(4)
+    assert read(4, 1 << 20) == (b"", 4, 4)  # the log ends there now
+    log.append_as_leader(batch((b"new", b"value"), ts=9), leader_epoch=2, now_ms=0)
+    assert [r.value for r in iter_records(read(4, 1 << 20)[0])] == [b"value"]
+    assert read(4, 1 << 20) == from_files(4, 1 << 20)
+    # A follower's append is read back the same way.
+    follower = PartitionLog.open(new_dir(tmp_path), LogConfig(), now_ms=0)
+    follower.append_as_follower(read(0, 1 << 20)[0], now_ms=0)
+    assert bytes(follower.read(0, 1 << 20).records) == read(0, 1 << 20)[0]
+
+
 def test_reads_out_of_range(tmp_path: Path) -> None:
     log = PartitionLog.open(new_dir(tmp_path), SMALL, now_ms=0)
     fill(log, 10)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import struct
 from pathlib import Path
 
@@ -203,3 +204,25 @@ def test_reads_of_what_was_just_appended_match_the_file_through_truncations_and_
     segment.on_become_inactive()  # rolled: the file is closed, reads open it again
     assert _read_all(segment) == segment.log_path.read_bytes()
     assert decode_records(written[2])[0].timestamp == 79
+
+
+@pytest.mark.parametrize("at_most", [1, 7, 61, 100])
+def test_short_writes_are_written_on_until_every_piece_is_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, at_most: int
+) -> None:
+    # A file write may take fewer bytes than asked (POSIX allows it): the rest follows, nothing twice.
+    segment = make_segment(tmp_path)
+    real = os.writev
+
+    def short_writev(fd: int, buffers: list[bytes]) -> int:
+        data = b"".join(bytes(b) for b in buffers)[:at_most]
+        return real(fd, [data])
+
+    monkeypatch.setattr(os, "writev", short_writev)
+    buf = bytearray(build_batch([(b"k", b"v" * 30)] * 3, timestamp_ms=5))
+    header = read_header(buf)
+    pieces = [bytes(buf[:20]), bytes(buf[20:21]), memoryview(bytes(buf[21:]))]  # as a leader's append
+    segment.append(pieces, [(len(buf), header.last_offset, header.max_timestamp)])
+    monkeypatch.undo()
+    assert segment.log_path.read_bytes() == bytes(buf)
+    assert [r.value for r in decode_records(segment.log_path.read_bytes())] == [b"v" * 30] * 3
