@@ -807,7 +807,7 @@ class Broker:
             limit = (
                 None if follower else partition.last_stable_offset if committed else partition.high_watermark
             )
-            aborted: tuple[tuple[int, int], ...] | None = None
+            aborted: tuple[tuple[int, int], ...] | None = () if committed else None
             if (limit is not None and fp.fetch_offset >= limit) or fp.max_bytes <= 0:
                 records = b""
                 count = 0
