@@ -1157,7 +1157,7 @@ class Producer(_Client):
         else:
             group_id = group.group_id
             generation, member_id = group.generation, group.member_id
-            instance_id = getattr(group, "group_instance_id", None) or None
+            instance_id = getattr(group, "instance_id", None) or None
         txn.send_offsets_to_transaction(
             tps,
             group_id,

@@ -232,6 +232,8 @@ def clients_view(cluster: Cluster) -> list[dict[str, Any]]:
                     "acked": client.acked,
                     "failed": client.failed,
                     "retried": client.retried,
+                    # A transactional producer's state (transactional.id, Kafka's client state, its partitions).
+                    "transaction": None if client.txn is None else client.txn.describe(),
                 }
             )
         else:

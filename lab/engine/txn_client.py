@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import enum
 import functools
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from lab.engine import errors
@@ -45,6 +45,7 @@ if TYPE_CHECKING:
 # Errors a coordinator answers that mean "ask again" (after finding it again for the first three).
 _FIND_AGAIN = ("NOT_COORDINATOR", "COORDINATOR_NOT_AVAILABLE", "COORDINATOR_LOAD_IN_PROGRESS")
 _RETRY = (*_FIND_AGAIN, "CONCURRENT_TRANSACTIONS", "REQUEST_TIMED_OUT", "NETWORK_EXCEPTION", "TIMEOUT")
+DRAIN_CHECK_MS = 5  # how often a commit or abort looks whether every record has its answer
 _FATAL = ("PRODUCER_FENCED", "INVALID_PRODUCER_EPOCH", "TRANSACTIONAL_ID_AUTHORIZATION_FAILED")
 
 
@@ -161,11 +162,19 @@ class TransactionManager:
     def batch_failed(self, error: KafkaError) -> None:
         self._abortable(error)
 
-    # ------------------------------------------------------------------ the API (blocking, as Kafka's)
+    # ------------------------------------------------------------------ the API
+    # Each call checks the state at once (Kafka's errors by name), then runs as a Task: the producer's
+    # blocking methods wait for it (driving the clock, as Kafka's block), a simulated client does not.
 
     def init_transactions(self, timeout_ms: int) -> None:
+        self._wait(self.start_init(), timeout_ms, "initTransactions")
+
+    def start_init(self) -> Task[None]:
         self._transition(TxnState.INITIALIZING)
-        self._run(self._init(), timeout_ms, "initTransactions")
+        return Task.start(self._init_flow(), "initTransactions")
+
+    async def _init_flow(self) -> None:
+        await self._init()
         self.state = TxnState.READY
 
     def begin_transaction(self) -> None:
@@ -187,26 +196,45 @@ class TransactionManager:
         group_instance_id: str | None,
         timeout_ms: int,
     ) -> None:
+        task = self.start_send_offsets(offsets, group_id, generation_id, member_id, group_instance_id)
+        self._wait(task, timeout_ms, "sendOffsetsToTransaction")
+
+    def start_send_offsets(
+        self,
+        offsets: Mapping[TopicPartition, int],
+        group_id: str,
+        generation_id: int = -1,
+        member_id: str = "",
+        group_instance_id: str | None = None,
+    ) -> Task[None]:
         if self.state is not TxnState.IN_TRANSACTION:
             self._transition(TxnState.IN_TRANSACTION)  # raises Kafka's error for the state it is in
-        self._run(
+        return Task.start(
             self._send_offsets(offsets, group_id, generation_id, member_id, group_instance_id),
-            timeout_ms,
             "sendOffsetsToTransaction",
         )
 
     def commit_transaction(self, timeout_ms: int) -> None:
+        self._wait(self.start_commit(), timeout_ms, "commitTransaction")
+
+    def start_commit(self) -> Task[None]:
         self._transition(TxnState.COMMITTING_TRANSACTION)
         self.producer._settle_fast()  # send() appends on its own no more: the next checks the state
-        self._flush(timeout_ms)
+        return Task.start(self._commit_flow(), "commitTransaction")
+
+    async def _commit_flow(self) -> None:
+        await self._drain()
         if self.state is not TxnState.COMMITTING_TRANSACTION:
             assert self.last_error is not None
             raise self.last_error
-        self._run(self._end(commit=True), timeout_ms, "commitTransaction")
+        await self._end(commit=True)
         self.committed += 1
         self.state = TxnState.READY
 
     def abort_transaction(self, timeout_ms: int) -> None:
+        self._wait(self.start_abort(), timeout_ms, "abortTransaction")
+
+    def start_abort(self) -> Task[None]:
         self._transition(TxnState.ABORTING_TRANSACTION)
         self.producer._settle_fast()
         self.producer._abort_undrained(
@@ -214,35 +242,37 @@ class TransactionManager:
                 f"{self.transactional_id}: the transaction was aborted before this was sent"
             )
         )
-        self._flush(timeout_ms)
-        self._run(self._end(commit=False), timeout_ms, "abortTransaction")
+        return Task.start(self._abort_flow(), "abortTransaction")
+
+    async def _abort_flow(self) -> None:
+        await self._drain()
+        await self._end(commit=False)
         if self.producer._epoch_bump_needed:
             # A batch's sequence was lost: the coordinator bumps the epoch (KIP-360), sequences start again.
-            self._run(self._init(bump=True), timeout_ms, "abortTransaction")
+            await self._init(bump=True)
         self.aborted += 1
         self.state = TxnState.READY
 
     # ------------------------------------------------------------------ flows
 
-    def _flush(self, timeout_ms: int) -> None:
+    async def _drain(self) -> None:
+        """Until every record sent has its answer (Kafka's flush before EndTxn)."""
         producer = self.producer
-        producer._flushing = True
-        producer._kick(0)
-        try:
-            done = producer.host.run_until_true(
-                lambda: producer.unanswered == 0 and self._adding is None, timeout_ms
-            )
-        finally:
-            producer._flushing = False
-        if not done:
-            raise errors.KafkaTimeout(
-                f"{self.transactional_id}: records still unanswered after {timeout_ms} ms"
-            )
+        while producer.unanswered and not producer.closed:
+            producer._flushing = True
+            producer._kick(0)
+            await self._sleep(DRAIN_CHECK_MS)
+        producer._flushing = False
 
-    def _run(self, flow: Coroutine[Any, Any, None], timeout_ms: int, what: str) -> None:
-        task = Task.start(flow, what)
+    def _sleep(self, delay_ms: int) -> Pending[None]:
+        out: Pending[None] = Pending()
+        self.producer.scheduler.call_later(delay_ms, out.resolve, None, label="txn drain")
+        return out
+
+    def _wait(self, task: Task[None], timeout_ms: int, what: str) -> None:
         if not self.producer.host.run_until_true(task.outcome.done, timeout_ms):
             task.cancel()
+            self.producer._flushing = False
             raise errors.KafkaTimeout(f"Timeout expired after {timeout_ms} ms while awaiting {what}")
         error = task.outcome.failed_with()
         if error is not None:
