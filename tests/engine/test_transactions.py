@@ -368,3 +368,47 @@ def test_describe_and_list_transactions_answer_from_the_coordinator(c: Cluster) 
     assert nobody.error in ("TRANSACTIONAL_ID_NOT_FOUND", "NOT_COORDINATOR")
     listed = _ask(c, broker.id, ListTransactionsRequest(state_filters=("Ongoing",)))
     assert [t.transactional_id for t in listed.transactions] == ["tx"]
+
+
+def _txn_batch(pid: int, epoch: int, seq: int, *values: str) -> bytes:
+    from lab.engine.records import build_batch
+
+    return build_batch(
+        [(None, v.encode()) for v in values],
+        timestamp_ms=0,
+        producer_id=pid,
+        producer_epoch=epoch,
+        base_sequence=seq,
+        is_transactional=True,
+    )
+
+
+def test_a_sequence_gap_and_a_stale_epoch_in_a_transaction_get_kafkas_errors_and_change_nothing(
+    c: Cluster,
+) -> None:
+    from lab.engine.protocol import ProduceRequest
+
+    p = c.producer(transactional_id="tx")
+    p.init_transactions()
+    p.begin_transaction()
+    p.send("out", b"ok", partition=0)
+    p.flush()
+    pid, epoch = p.producer_id, p.producer_epoch
+    leader = c.leader_of("out", 0)
+    assert leader is not None
+    tp = TopicPartition("out", 0)
+
+    def produce(batch: bytes) -> str | None:
+        answer = _ask(c, leader, ProduceRequest(acks=-1, timeout_ms=5000, partitions={tp: batch}))
+        return answer.partitions[tp].error
+
+    assert produce(_txn_batch(pid, epoch, 5, "gap")) == "OUT_OF_ORDER_SEQUENCE_NUMBER"  # 1 to 4 never came
+    p.commit_transaction()
+    fresh = c.producer(transactional_id="tx")
+    fresh.init_transactions()
+    fresh.begin_transaction()
+    fresh.send("out", b"fresh", partition=0)
+    fresh.commit_transaction()  # its marker carries epoch + 1 to out-0
+    assert produce(_txn_batch(pid, epoch, 1, "stale")) == "INVALID_PRODUCER_EPOCH"
+    c.run_for(500)
+    assert _read(c, "out", "read_uncommitted") == [b"fresh", b"ok"]

@@ -21,6 +21,7 @@ from __future__ import annotations
 import shutil
 import struct
 from bisect import bisect_right
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -68,6 +69,7 @@ from lab.engine.storage.segment import (
 )
 from lab.engine.storage.txn_index import TXN_INDEX_SUFFIX, AbortedTxn
 
+MARKERS_KEPT = 64
 EARLIEST_TIMESTAMP = -2  # ListOffsets' special timestamps
 LATEST_TIMESTAMP = -1
 # baseOffset, batchLength, partitionLeaderEpoch: the prefix a leader rewrites, up to the magic byte.
@@ -187,6 +189,9 @@ class PartitionLog:
         self._closed = False
         self._segments[-1].open_handle()
         self._producer_state = ProducerStateManager(directory, directory.name)
+        # The last markers this replica wrote or read (offset, commit?, producer id), for the pictures:
+        # since the log was opened, at most MARKERS_KEPT.
+        self.recent_markers: deque[tuple[int, bool, int]] = deque(maxlen=MARKERS_KEPT)
 
     # --- opening and recovery -----------------------------------------------------------------------
 
@@ -322,6 +327,7 @@ class PartitionLog:
         except NotAMarker:
             return  # not a marker Kafka writes: nothing to learn
         aborted = self._producer_state.complete_txn(marker, fields[0])
+        self.recent_markers.append((fields[0], marker.commit, marker.producer_id))
         if aborted is not None:
             segment.txn_index.append(aborted)
 
@@ -340,6 +346,7 @@ class PartitionLog:
         segment.append([batch], [(len(batch), offset, now_ms)])
         self._epoch_cache.assign(leader_epoch, offset)
         aborted = self._producer_state.complete_txn(marker, offset)
+        self.recent_markers.append((offset, marker.commit, marker.producer_id))
         if aborted is not None:
             segment.txn_index.append(aborted)
         return AppendInfo(

@@ -147,6 +147,7 @@ class ProducerView:
     last_sequence: int
     last_offset: int
     batches: int
+    current_txn_first_offset: int | None  # its open transaction's first offset here, if any
 
 
 def snapshot_path(directory: Path, offset: int) -> Path:
@@ -440,6 +441,7 @@ class ProducerStateManager:
                 last_sequence=e.last_seq,
                 last_offset=e.last_offset,
                 batches=len(e.batches),
+                current_txn_first_offset=e.current_txn_first_offset,
             )
             for e in sorted(self.producers.values(), key=lambda e: e.producer_id)
         ]
