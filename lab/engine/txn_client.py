@@ -71,6 +71,7 @@ class TransactionManager:
         self.partitions: set[TopicPartition] = set()  # in the transaction (the coordinator knows them)
         self._new_partitions: set[TopicPartition] = set()  # sent to, not yet added
         self._adding: Task[None] | None = None
+        self._add_due = False
         self.committed = 0  # transactions committed, aborted (for the pictures)
         self.aborted = 0
 
@@ -155,9 +156,18 @@ class TransactionManager:
         if self.state not in (TxnState.IN_TRANSACTION, TxnState.COMMITTING_TRANSACTION):
             return False
         self._new_partitions.add(tp)
-        if self._adding is None:
-            self._adding = Task.start(self._add_partitions(), f"{self.producer.client_id} AddPartitionsToTxn")
+        if self._adding is None and not self._add_due:
+            # After this pass of the sender, so every partition it finds new goes in one request.
+            self._add_due = True
+            self.producer.scheduler.call_soon(
+                self._start_adding, label=f"{self.producer.client_id} AddPartitionsToTxn"
+            )
         return False
+
+    def _start_adding(self) -> None:
+        self._add_due = False
+        if self._adding is None and self._new_partitions:
+            self._adding = Task.start(self._add_partitions(), f"{self.producer.client_id} AddPartitionsToTxn")
 
     def batch_failed(self, error: KafkaError) -> None:
         self._abortable(error)
