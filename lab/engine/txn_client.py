@@ -45,6 +45,7 @@ if TYPE_CHECKING:
 # Errors a coordinator answers that mean "ask again" (after finding it again for the first three).
 _FIND_AGAIN = ("NOT_COORDINATOR", "COORDINATOR_NOT_AVAILABLE", "COORDINATOR_LOAD_IN_PROGRESS")
 _RETRY = (*_FIND_AGAIN, "CONCURRENT_TRANSACTIONS", "REQUEST_TIMED_OUT", "NETWORK_EXCEPTION", "TIMEOUT")
+ADD_PARTITIONS_RETRY_BACKOFF_MS = 20
 DRAIN_CHECK_MS = 5  # how often a commit or abort looks whether every record has its answer
 _FATAL = ("PRODUCER_FENCED", "INVALID_PRODUCER_EPOCH", "TRANSACTIONAL_ID_AUTHORIZATION_FAILED")
 
@@ -295,11 +296,11 @@ class TransactionManager:
         )
         return out
 
-    def _backoff(self) -> Pending[None]:
+    def _backoff(self, delay_ms: int | None = None) -> Pending[None]:
         out: Pending[None] = Pending()
-        self.producer.scheduler.call_later(
-            self.producer.retry_backoff_ms, out.resolve, None, label="txn backoff"
-        )
+        backoff = self.producer.retry_backoff_ms
+        delay = backoff if delay_ms is None else min(delay_ms, backoff)
+        self.producer.scheduler.call_later(delay, out.resolve, None, label="txn backoff")
         return out
 
     async def _find(self, key: str, key_type: int) -> BrokerId:
@@ -326,6 +327,11 @@ class TransactionManager:
                 self.coordinator = None
             if error not in _RETRY and not isinstance(response, KafkaError):
                 raise errors.from_wire(error, response.message)
+            if error == "CONCURRENT_TRANSACTIONS" and isinstance(make(), AddPartitionsToTxnRequest):
+                # The previous transaction's markers are still being written: Kafka's producer asks
+                # again sooner than retry.backoff.ms (ADD_PARTITIONS_RETRY_BACKOFF_MS, 20 ms).
+                await self._backoff(ADD_PARTITIONS_RETRY_BACKOFF_MS)
+                continue
             await self._backoff()
 
     async def _init(self, *, bump: bool = False) -> None:
