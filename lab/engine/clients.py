@@ -1182,7 +1182,14 @@ class Producer(_Client):
         self._kick(0)
 
     def _abort_undrained(self, error: KafkaError) -> None:
-        """Fail the batches never sent (Kafka's abortUndrainedBatches): they are not in the log."""
+        """Fail the batches never sent (Kafka's abortUndrainedBatches): they are not in the log; so
+        are the records still waiting for their topic's metadata."""
+        waiting, self._waiting = self._waiting, []
+        for item in waiting:
+            future = item[5]
+            if not future.done():
+                future.fail(error)
+                self.failed += 1
         for info in self._topics.values():
             for partition, queue in enumerate(info.queues):
                 keep = deque(b for b in queue if b.base_sequence >= 0)

@@ -412,3 +412,22 @@ def test_a_sequence_gap_and_a_stale_epoch_in_a_transaction_get_kafkas_errors_and
     assert produce(_txn_batch(pid, epoch, 1, "stale")) == "INVALID_PRODUCER_EPOCH"
     c.run_for(500)
     assert _read(c, "out", "read_uncommitted") == [b"fresh", b"ok"]
+
+
+def test_records_not_yet_sent_when_a_transaction_aborts_fail_with_transaction_aborted(c: Cluster) -> None:
+    p = c.producer(transactional_id="tx", linger_ms=1000)
+    p.init_transactions()
+    p.begin_transaction()
+    future = p.send("out", b"never-sent", partition=0)  # waiting for the topic's metadata
+    p.abort_transaction()
+    assert future.exception() is not None
+    assert future.exception().name == "TRANSACTION_ABORTED"  # type: ignore[union-attr]
+    p.begin_transaction()  # the producer goes on
+    p.send("out", b"next", partition=0)
+    p.commit_transaction()
+    p.begin_transaction()  # with the topic's metadata known, the record waits in a batch (linger.ms)
+    lingering = p.send("out", b"lingering", partition=0)
+    p.abort_transaction()
+    assert lingering.exception().name == "TRANSACTION_ABORTED"  # type: ignore[union-attr]
+    c.run_for(300)
+    assert _read(c, "out", "read_uncommitted") == [b"next"]
