@@ -238,6 +238,9 @@ class Broker:
         from lab.engine.producer_ids import ProducerIdManager
 
         self.producer_ids = ProducerIdManager(self)
+        from lab.engine.transactions import TransactionCoordinator
+
+        self.transactions = TransactionCoordinator(self)
         self.cluster_id: str | None = None
         self._watches = _Watches()
         self._jobs = SerialQueue(self._job_failed)
@@ -330,6 +333,11 @@ class Broker:
             self.config.int("replica.high.watermark.checkpoint.interval.ms"), self.checkpoint, "hw-checkpoint"
         )
         self.every(self.config.int("log.retention.check.interval.ms"), self._apply_retention, "log-retention")
+        self.every(
+            self.config.int("transaction.abort.timed.out.transaction.cleanup.interval.ms"),
+            self.transactions.abort_timed_out_transactions,
+            "transaction-timeouts",
+        )
         flush = self.config.int("log.flush.interval.ms")
         if flush >= 0:
             self.every(max(1, flush), self.flush_logs, "log-flush")
@@ -602,7 +610,12 @@ class Broker:
 
     def _extra_handler(self, body: Any) -> Callable[[Broker, Envelope], None] | None:
         """Requests served beyond replication: the group coordinator's."""
-        handler = self.groups.handler(body) or self.admin.handler(body) or self.producer_ids.handler(body)
+        handler = (
+            self.transactions.handler(body)
+            or self.groups.handler(body)
+            or self.admin.handler(body)
+            or self.producer_ids.handler(body)
+        )
         if handler is None:
             return None
         return lambda _broker, env: handler(env)
@@ -654,6 +667,18 @@ class Broker:
             if acks == -1:
                 required[tp] = info.last_offset + 1
             self._data_appended(tp)
+        self.await_replication(results, required, timeout_ms=timeout_ms, respond=respond)
+
+    def await_replication(
+        self,
+        results: dict[TopicPartition, ProducePartitionResult],
+        required: dict[TopicPartition, int],
+        *,
+        timeout_ms: int,
+        respond: Callable[[dict[TopicPartition, ProducePartitionResult]], None],
+    ) -> None:
+        """Answer ``results`` once every partition's HW reached its ``required`` offset (Kafka's
+        DelayedProduce, for acks=all), or ``timeout_ms`` passed."""
         if not required:
             respond(results)
             return
@@ -804,6 +829,7 @@ class Broker:
             limit = (
                 None if follower else partition.last_stable_offset if committed else partition.high_watermark
             )
+            aborted: tuple[tuple[int, int], ...] | None = () if committed else None
             if (
                 (limit is not None and fp.fetch_offset >= limit)
                 or fp.max_bytes <= 0
@@ -815,6 +841,8 @@ class Broker:
                 fetched = log.read(fp.fetch_offset, fp.max_bytes, max_offset=limit)
                 records = bytes(fetched.records)
                 count = max(0, fetched.next_offset - fp.fetch_offset)
+                if committed and records:
+                    aborted = _aborted_transactions(log, fp.fetch_offset, fetched.next_offset)
         except KafkaError as exc:
             return FetchPartitionData(
                 error=exc.name,
@@ -834,6 +862,7 @@ class Broker:
             log_end_offset=log.log_end_offset,
             records=records,
             record_count=count,
+            aborted_transactions=aborted if committed else None,
         )
 
     def _send_fetch_response(self, env: Envelope, response: FetchResponse) -> None:
@@ -1055,12 +1084,14 @@ class Broker:
             )
         self._partition_changed(partition.tp)
         self.groups.on_leadership(partition.tp, leader=True)
+        self.transactions.on_leadership(partition.tp, leader=True, leader_epoch=info.leader_epoch)
 
     def _make_follower(self, partition: Partition, info: PartitionStateInfo) -> None:
         tp = partition.tp
         changed = partition.make_follower(info)
         self._partition_changed(tp)
         self.groups.on_leadership(tp, leader=False)
+        self.transactions.on_leadership(tp, leader=False)
         if not changed:
             return
         self._stop_fetching(tp)
@@ -1129,6 +1160,7 @@ class Broker:
         partition.leader = -1
         self._partition_changed(tp)
         self.groups.on_leadership(tp, leader=False)
+        self.transactions.on_leadership(tp, leader=False)
         if delete:
             del self.partitions[tp]
             partition.log.delete()
@@ -1405,6 +1437,16 @@ class Broker:
         }
 
     _handlers: dict[type, Callable[[Broker, Envelope], None]] = {}
+
+
+def _aborted_transactions(
+    log: PartitionLog, fetch_offset: int, upper_bound: int
+) -> tuple[tuple[int, int], ...]:
+    """A read_committed fetch's aborted transactions: (producer id, first offset) of each that the
+    records read overlap (Kafka's collectAbortedTransactions)."""
+    return tuple(
+        (t.producer_id, t.first_offset) for t in log.collect_aborted_transactions(fetch_offset, upper_bound)
+    )
 
 
 def _with_errors(answer: MetadataResponse, errors_by_topic: Mapping[str, str]) -> MetadataResponse:

@@ -15,6 +15,7 @@ from typing import Any, NamedTuple, Protocol
 
 from lab.engine import errors
 from lab.engine.config import consumer_config, producer_config
+from lab.engine.control_records import marker_of
 from lab.engine.errors import (
     IllegalArgument,
     IllegalState,
@@ -32,6 +33,7 @@ from lab.engine.protocol import (
     EARLIEST_TIMESTAMP,
     LATEST_TIMESTAMP,
     FetchPartition,
+    FetchPartitionData,
     FetchRequest,
     FetchResponse,
     InitProducerIdRequest,
@@ -50,12 +52,14 @@ from lab.engine.records import (
     NO_SEQUENCE,
     BatchBuilder,
     Compression,
-    iter_records,
+    decode_records,
+    iter_headers,
     record_size,
 )
 from lab.engine.scheduler import Scheduler, Timer
 from lab.engine.storage.producer_state import increment_sequence
 from lab.engine.tasks import _UNSET, Pending
+from lab.engine.txn_client import TransactionManager
 
 # ---------------------------------------------------------------------------- shared
 
@@ -469,6 +473,13 @@ class Producer(_Client):
         # A batch with a sequence failed for good: what follows it would be out of sequence, so once
         # nothing is unresolved the producer bumps its epoch and numbers from 0 again (KIP-360).
         self._epoch_bump_needed = False
+        # Transactions (transactional.id): Kafka's TransactionManager with its coordinator (txn_client.py).
+        transactional_id = settings.text("transactional.id")
+        self.txn: TransactionManager | None = (
+            TransactionManager(self, transactional_id, settings.number("transaction.timeout.ms"))
+            if transactional_id
+            else None
+        )
 
     # API
 
@@ -505,6 +516,8 @@ class Producer(_Client):
                 return future
         if self.closed:
             raise IllegalState(f"producer {self.client_id} is closed")
+        if self.txn is not None:
+            self.txn.check_send()
         if value is not None and value.__class__ is not bytes:
             value = _bytes(value)
         now = self.scheduler.now_ms
@@ -965,6 +978,8 @@ class Producer(_Client):
             self._resolved(batch.tp, batch)
             self._epoch_bump_needed = True
         batch.result.fail(error)
+        if self.txn is not None:
+            self.txn.batch_failed(error)
         if self.acks != 0:
             self.failed += batch.record_count
         self.host.journal.record(
@@ -980,6 +995,9 @@ class Producer(_Client):
 
     def _maybe_init_producer_id(self) -> bool:
         """True once batches may go out: the producer has an id and no epoch bump is due."""
+        if self.txn is not None:
+            # A transactional producer's id comes from init_transactions; an epoch bump, from its abort.
+            return self.producer_id >= 0
         if self._epoch_bump_needed and not any(self._unresolved.values()):
             self._bump_epoch()
         if self.producer_id >= 0:
@@ -1026,6 +1044,8 @@ class Producer(_Client):
     def _may_drain(self, tp: TopicPartition, batch: _ProducerBatch) -> bool:
         """Kafka's shouldStopDrainBatchesForPartition: a new batch waits while an epoch bump is due;
         a retry waits until every batch before it in sequence is answered for good."""
+        if self.txn is not None and not self.txn.may_send(tp):
+            return False
         if batch.base_sequence < 0:
             return not self._epoch_bump_needed
         unresolved = self._unresolved.get(tp)
@@ -1038,6 +1058,7 @@ class Producer(_Client):
             self.producer_epoch,
             sequence,
         )
+        batch.is_transactional = self.txn is not None
         self._next_sequence[tp] = increment_sequence(sequence, batch.record_count)
         self._unresolved.setdefault(tp, []).append(sequence)
 
@@ -1103,6 +1124,83 @@ class Producer(_Client):
             client=self.client_id,
         )
 
+    # Transactions (Kafka's KafkaProducer transactional API; the state lives in txn_client.py).
+
+    def _transactional(self) -> TransactionManager:
+        if self.txn is None:
+            raise IllegalState(
+                "Cannot use transactional methods without enabling transactions by setting the "
+                "transactional.id configuration property"
+            )
+        return self.txn
+
+    def init_transactions(self, timeout_ms: int | None = None) -> None:
+        """Get the producer id and epoch from the transaction coordinator, fencing older producers
+        with this transactional.id and completing (aborting) what they left open."""
+        self._transactional().init_transactions(self.max_block_ms if timeout_ms is None else timeout_ms)
+
+    def begin_transaction(self) -> None:
+        self._transactional().begin_transaction()
+
+    def send_offsets_to_transaction(
+        self,
+        offsets: Mapping[tuple[str, int], int] | Mapping[TopicPartition, int],
+        group: Any,
+        timeout_ms: int | None = None,
+    ) -> None:
+        """Commit a consumer group's offsets in the transaction (``group``: the group id, or a group
+        consumer, whose generation and member id the coordinator then checks, KIP-447)."""
+        txn = self._transactional()
+        tps = {TopicPartition(tp[0], int(tp[1])): int(o) for tp, o in offsets.items()}
+        if isinstance(group, str):
+            group_id, generation, member_id, instance_id = group, -1, "", None
+        else:
+            group_id = group.group_id
+            generation, member_id = group.generation, group.member_id
+            instance_id = getattr(group, "instance_id", None) or None
+        txn.send_offsets_to_transaction(
+            tps,
+            group_id,
+            generation_id=generation,
+            member_id=member_id,
+            group_instance_id=instance_id,
+            timeout_ms=self.max_block_ms if timeout_ms is None else timeout_ms,
+        )
+
+    def commit_transaction(self, timeout_ms: int | None = None) -> None:
+        self._transactional().commit_transaction(self.max_block_ms if timeout_ms is None else timeout_ms)
+
+    def abort_transaction(self, timeout_ms: int | None = None) -> None:
+        self._transactional().abort_transaction(self.max_block_ms if timeout_ms is None else timeout_ms)
+
+    def _new_epoch(self, producer_id: int, epoch: int) -> None:
+        """A producer id and epoch from the coordinator: sequences start again from 0."""
+        self.producer_id, self.producer_epoch = producer_id, epoch
+        self._next_sequence.clear()
+        self._last_acked_sequence.clear()
+        self._epoch_bump_needed = False
+        self._kick(0)
+
+    def _abort_undrained(self, error: KafkaError) -> None:
+        """Fail the batches never sent (Kafka's abortUndrainedBatches): they are not in the log; so
+        are the records still waiting for their topic's metadata."""
+        waiting, self._waiting = self._waiting, []
+        for item in waiting:
+            future = item[5]
+            if not future.done():
+                future.fail(error)
+                self.failed += 1
+        for info in self._topics.values():
+            for partition, queue in enumerate(info.queues):
+                keep = deque(b for b in queue if b.base_sequence >= 0)
+                for batch in queue:
+                    if batch.base_sequence < 0:
+                        if info.open[partition] is batch:
+                            info.open[partition] = None
+                        batch.result.fail(error)
+                        self.failed += batch.record_count
+                info.queues[partition] = keep
+
 
 # ---------------------------------------------------------------------------- consumer
 
@@ -1123,6 +1221,8 @@ class Consumer(_Client):
         self.max_wait_ms = settings.number("fetch.max.wait.ms")
         self.max_partition_bytes = settings.number("max.partition.fetch.bytes")
         self.max_poll_records = settings.number("max.poll.records")
+        # 1: read_committed (up to the LSO, aborted transactions dropped); 0: read_uncommitted.
+        self.isolation_level = 1 if settings.text("isolation.level") == "read_committed" else 0
         self._assigned: list[TopicPartition] = []
         self._positions: dict[TopicPartition, int] = {}
         self._resetting: set[TopicPartition] = set()
@@ -1293,7 +1393,7 @@ class Consumer(_Client):
             return
         self.endpoint.request(
             leader,
-            ListOffsetsRequest(partitions={tp: timestamp}),
+            ListOffsetsRequest(partitions={tp: timestamp}, isolation_level=self.isolation_level),
             lambda r: self._on_list_offsets(tp, timestamp, r),
             timeout_ms=self.request_timeout_ms,
         )
@@ -1356,7 +1456,13 @@ class Consumer(_Client):
             )
         for leader, parts in by_leader.items():
             self._fetching.add(leader)
-            request = FetchRequest(replica_id=-1, max_wait_ms=self.max_wait_ms, min_bytes=1, partitions=parts)
+            request = FetchRequest(
+                replica_id=-1,
+                max_wait_ms=self.max_wait_ms,
+                min_bytes=1,
+                partitions=parts,
+                isolation_level=self.isolation_level,
+            )
             self.endpoint.request(
                 leader,
                 request,
@@ -1391,21 +1497,53 @@ class Consumer(_Client):
             if data.error is not None:
                 self._on_partition_error(tp, data.error, data.message, data.log_start_offset)
                 continue
-            prefix = (tp.topic, tp.partition)
-            make = tuple.__new__
-            # The first batch may start below the position (it holds it): skip those records.
-            fresh = [
-                make(ConsumerRecord, prefix + r) for r in iter_records(data.records) if r.offset >= position
-            ]
+            fresh, position = self._records_of(tp, data, position)
             if fresh:
                 self._buffer.append((tp, fresh))
                 self._buffered += len(fresh)
-                position = fresh[-1].offset + 1
                 got = True
             self._positions[tp] = position
         if got and self.on_records is not None:
             self.on_records()
         self._kick(0)
+
+    def _records_of(
+        self, tp: TopicPartition, data: FetchPartitionData, position: int
+    ) -> tuple[list[ConsumerRecord], int]:
+        """The records a fetch hands the application, and the position after them.
+
+        The first batch may start below the position (it holds it): those records are skipped.
+        Control batches (transaction markers) are never handed over, but the position moves past
+        them; with read_committed, a transactional batch of a producer whose transaction the
+        response lists as aborted is dropped, until that producer's abort marker (Kafka's
+        Fetcher with its abortedProducerIds).
+        """
+        prefix = (tp.topic, tp.partition)
+        make = tuple.__new__
+        buf = data.records
+        start = position
+        aborted = sorted(data.aborted_transactions or (), key=lambda a: a[1])
+        aborting: set[int] = set()
+        fresh: list[ConsumerRecord] = []
+        at = 0
+        for pos, header in iter_headers(buf):  # decode_records checks each batch's CRC
+            last = header.last_offset
+            if last < position:
+                continue
+            while at < len(aborted) and aborted[at][1] <= last:
+                aborting.add(aborted[at][0])
+                at += 1
+            position = last + 1
+            if header.is_control:
+                if header.producer_id in aborting:
+                    marker = marker_of(header, buf[pos : pos + header.size_in_bytes])
+                    if marker is not None and not marker.commit:
+                        aborting.discard(header.producer_id)
+                continue
+            if header.is_transactional and header.producer_id in aborting:
+                continue
+            fresh += [make(ConsumerRecord, prefix + r) for r in decode_records(buf, pos) if r.offset >= start]
+        return fresh, position
 
     def _on_partition_error(self, tp: TopicPartition, error: str, message: str, log_start: int) -> None:
         if error == "OFFSET_OUT_OF_RANGE":

@@ -51,7 +51,7 @@ from lab.engine.tasks import Pending, Task
 
 if TYPE_CHECKING:
     from lab.engine.membership import GroupConsumer
-    from lab.engine.simclients import SimulatedConsumer, SimulatedProducer
+    from lab.engine.simclients import SimulatedConsumer, SimulatedProducer, SimulatedTransformer
 
 T = TypeVar("T")
 
@@ -113,7 +113,7 @@ class Cluster:
         self.isolation: dict[BrokerId, set[str]] = {}
         self.slow: dict[BrokerId, int] = {}
         self.clients: dict[str, Producer | Consumer] = {}
-        self.simulated: dict[str, SimulatedProducer | SimulatedConsumer] = {}
+        self.simulated: dict[str, SimulatedProducer | SimulatedConsumer | SimulatedTransformer] = {}
         self._client_seq = 0
         self.after_step: list[Callable[[], None]] = []
         self.snapshot_hooks: list[Callable[[dict[str, Any]], None]] = []
@@ -758,6 +758,37 @@ class Cluster:
             topics = [topics]
         client_id = self._client_id("consumer", name)
         sim = SimulatedConsumer(self, client_id, group, topics, processing_ms=processing_ms, **config)
+        self.simulated[client_id] = sim
+        return sim
+
+    def simulated_transformer(
+        self,
+        group: str,
+        source: str,
+        target: str,
+        *,
+        processing_ms: int = 20,
+        records_per_transaction: int = 10,
+        transactional_id: str | None = None,
+        name: str | None = None,
+        **config: object,
+    ) -> SimulatedTransformer:
+        """A consume-transform-produce worker, exactly once: it reads ``source`` (read_committed) in
+        group ``group`` and writes ``target`` and its offsets in one transaction per poll."""
+        from lab.engine.simclients import SimulatedTransformer
+
+        client_id = self._client_id("transformer", name)
+        sim = SimulatedTransformer(
+            self,
+            client_id,
+            group,
+            source,
+            target,
+            processing_ms=processing_ms,
+            records_per_transaction=records_per_transaction,
+            transactional_id=transactional_id or client_id,
+            **config,
+        )
         self.simulated[client_id] = sim
         return sim
 

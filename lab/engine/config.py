@@ -375,6 +375,49 @@ _key(
     minimum=1,
 )
 _key(
+    "transaction.state.log.num.partitions",
+    "broker",
+    "int",
+    "50",
+    "Partitions of __transaction_state; a transactional id's coordinator leads partition "
+    "hash(transactional.id) % this.",
+    lab_default="5",
+    minimum=1,
+)
+_key(
+    "transaction.state.log.replication.factor",
+    "broker",
+    "int",
+    "3",
+    "Replication factor of __transaction_state (capped at the live brokers when it is created).",
+    minimum=1,
+)
+_key(
+    "transaction.state.log.min.isr",
+    "broker",
+    "int",
+    "2",
+    "min.insync.replicas of __transaction_state (capped at its replication factor).",
+    minimum=1,
+)
+_key(
+    "transaction.max.timeout.ms",
+    "broker",
+    "int",
+    "900000",
+    "The longest transaction.timeout.ms a producer may ask for (INVALID_TRANSACTION_TIMEOUT above it).",
+    minimum=1,
+)
+_key(
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms",
+    "broker",
+    "int",
+    "10000",
+    "How often the transaction coordinator looks for transactions open longer than their timeout, and aborts them.",
+    lab_default="1000",
+    minimum=1,
+)
+_key(
     "group.initial.rebalance.delay.ms",
     "broker",
     "int",
@@ -648,6 +691,23 @@ _key(
     "max.in.flight.requests.per.connection <= 5; left at its default, a config that contradicts it turns it off.",
 )
 _key(
+    "transactional.id",
+    "producer",
+    "str",
+    "",
+    "Makes the producer transactional (init_transactions, begin/commit/abort_transaction); a new producer "
+    "with the same id fences the old one. Needs idempotence. None: not transactional.",
+)
+_key(
+    "transaction.timeout.ms",
+    "producer",
+    "int",
+    "60000",
+    "How long a transaction may stay open before its coordinator aborts it (at most the broker's "
+    "transaction.max.timeout.ms).",
+    minimum=1,
+)
+_key(
     "partitioner.adaptive.partitioning.enable",
     "producer",
     "bool",
@@ -695,6 +755,15 @@ _key(
     "Where to start without a committed offset, or when the position is out of range: earliest, latest, or "
     "none (an error).",
     choices=("earliest", "latest", "none"),
+)
+_key(
+    "isolation.level",
+    "consumer",
+    "str",
+    "read_uncommitted",
+    "read_committed: read up to the last stable offset and drop aborted transactions' records; "
+    "read_uncommitted: read up to the high watermark. Control records are never returned.",
+    choices=("read_uncommitted", "read_committed"),
 )
 _key(
     "enable.auto.commit",
@@ -948,10 +1017,13 @@ def producer_config(given: Mapping[str, object]) -> ClientConfig:
             conflicts.append(
                 "Must set max.in.flight.requests.per.connection to at most 5 to use the idempotent producer."
             )
-        if conflicts and "enable.idempotence" in config.given:
+        if conflicts and ("enable.idempotence" in config.given or config.text("transactional.id")):
             raise ConfigException(conflicts[0])
         if conflicts:
             config = ClientConfig("producer", {**config.values, "enable.idempotence": "false"}, config.given)
+    if config.text("transactional.id") and not config.flag("enable.idempotence"):
+        # ProducerConfig: a transactional producer is an idempotent one.
+        raise ConfigException("Cannot set a transactional.id without also enabling idempotence.")
     # KafkaProducer.configureDeliveryTimeout: refused when chosen, raised to the sum when defaulted.
     linger_and_request = min(config.number("linger.ms") + config.number("request.timeout.ms"), 2**31 - 1)
     if config.number("delivery.timeout.ms") < linger_and_request:

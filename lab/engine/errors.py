@@ -231,6 +231,53 @@ class UnknownProducerId(KafkaError):
     name = "UNKNOWN_PRODUCER_ID"
 
 
+class ProducerFenced(KafkaError):
+    """A newer producer with the same transactional.id has the epoch now (ProducerFencedException)."""
+
+    name = "PRODUCER_FENCED"
+
+
+class InvalidTxnState(KafkaError):
+    """A transactional request that does not fit the transaction's state (InvalidTxnStateException)."""
+
+    name = "INVALID_TXN_STATE"
+
+
+class ConcurrentTransactions(KafkaError):
+    """The coordinator is still completing the previous transaction of this id (retriable)."""
+
+    name = "CONCURRENT_TRANSACTIONS"
+    retriable = True
+
+
+class InvalidProducerIdMapping(KafkaError):
+    """The producer id is not the one the coordinator has for this transactional.id."""
+
+    name = "INVALID_PRODUCER_ID_MAPPING"
+
+
+class InvalidTransactionTimeout(KafkaError):
+    """transaction.timeout.ms above the broker's transaction.max.timeout.ms (or not positive)."""
+
+    name = "INVALID_TRANSACTION_TIMEOUT"
+
+
+class TransactionCoordinatorFenced(KafkaError):
+    """A marker from an older coordinator epoch than the partition has seen."""
+
+    name = "TRANSACTION_COORDINATOR_FENCED"
+
+
+class TransactionalIdNotFound(KafkaError):
+    name = "TRANSACTIONAL_ID_NOT_FOUND"
+
+
+class TransactionAborted(KafkaError):
+    """Client side: a record that was still waiting when its transaction was aborted."""
+
+    name = "TRANSACTION_ABORTED"
+
+
 class NoOffsetForPartition(KafkaError):
     """Client side: auto.offset.reset=none and no committed offset."""
 

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from lab.engine import consumer_protocol
 from lab.engine.assignment import EAGER, place_replicas
+from lab.engine.control_records import marker_of
 from lab.engine.errors import KafkaError
 from lab.engine.ids import BrokerId, TopicPartition
 from lab.engine.metadata import paths
@@ -57,8 +58,10 @@ from lab.engine.protocol import (
     ProducePartitionResult,
     SyncGroupRequest,
     SyncGroupResponse,
+    TxnOffsetCommitRequest,
+    TxnOffsetCommitResponse,
 )
-from lab.engine.records import build_batch, iter_records
+from lab.engine.records import NO_SEQUENCE, build_batch, decode_records, iter_batches
 from lab.engine.scheduler import Scheduler, Timer
 
 if TYPE_CHECKING:
@@ -145,6 +148,9 @@ class Group:
     # this coordinator stores, so a coordinator that lost the group meanwhile records none.
     abandoned: list[Abandoned] = field(default_factory=list)
     joined: dict[str, str] = field(default_factory=dict)  # the generation's members (id -> client id)
+    # Offsets committed in open transactions, by producer id: they become the group's when the
+    # transaction's commit marker reaches __consumer_offsets, and are dropped on its abort.
+    pending_txn_offsets: dict[int, dict[TopicPartition, int]] = field(default_factory=dict)
 
     def all_joined(self) -> bool:
         return all(m.join_reply is not None for m in self.members.values())
@@ -203,6 +209,7 @@ class GroupCoordinator:
             ListGroupsRequest: self._on_list_groups,
             DescribeGroupsRequest: self._on_describe_groups,
             DeleteGroupsRequest: self._on_delete_groups,
+            TxnOffsetCommitRequest: self._on_txn_offset_commit,
         }
         return handlers.get(type(body))
 
@@ -260,34 +267,56 @@ class GroupCoordinator:
         log = partition.log
         offsets: dict[str, dict[TopicPartition, int]] = {}
         metadata: dict[str, dict[str, Any]] = {}
+        # Transactional offset commits whose marker is not read yet: producer id -> group -> offsets.
+        pending: dict[int, dict[str, dict[TopicPartition, int]]] = {}
         position = log.log_start_offset
         while position < log.log_end_offset:
             data = log.read(position, 1 << 20)
             if not data.records:
                 break
-            for record in iter_records(data.records):
-                if record.offset < position or record.key is None:
+            for pos, header in iter_batches(data.records):
+                batch = data.records[pos : pos + header.size_in_bytes]
+                if header.is_control:
+                    marker = marker_of(header, batch)
+                    done = pending.pop(header.producer_id, {})
+                    if marker is not None and marker.commit:
+                        for group_id, committed in done.items():
+                            offsets.setdefault(group_id, {}).update(committed)
                     continue
-                key = json.loads(record.key)
-                value = None if record.value is None else json.loads(record.value)
-                group_id = key["group"]
-                if "topic" in key:
-                    group_offsets = offsets.setdefault(group_id, {})
-                    ktp = TopicPartition(key["topic"], int(key["partition"]))
-                    if value is None:
-                        group_offsets.pop(ktp, None)
+                for record in decode_records(batch):
+                    if record.offset < position or record.key is None:
+                        continue
+                    key = json.loads(record.key)
+                    value = None if record.value is None else json.loads(record.value)
+                    group_id = key["group"]
+                    if "topic" in key:
+                        ktp = TopicPartition(key["topic"], int(key["partition"]))
+                        if header.is_transactional:
+                            if value is not None:
+                                by_group = pending.setdefault(header.producer_id, {})
+                                by_group.setdefault(group_id, {})[ktp] = int(value["offset"])
+                            continue
+                        group_offsets = offsets.setdefault(group_id, {})
+                        if value is None:
+                            group_offsets.pop(ktp, None)
+                        else:
+                            group_offsets[ktp] = int(value["offset"])
+                    elif value is None:
+                        metadata.pop(group_id, None)
                     else:
-                        group_offsets[ktp] = int(value["offset"])
-                elif value is None:
-                    metadata.pop(group_id, None)
-                else:
-                    metadata[group_id] = value
+                        metadata[group_id] = value
             position = data.next_offset
+        for by_group in pending.values():
+            for group_id in by_group:
+                offsets.setdefault(group_id, {})
         loaded: list[str] = []
         for group_id in sorted(set(offsets) | set(metadata)):
             if partition_for_group(group_id, self.num_partitions) != tp.partition:
                 continue
             group = Group(group_id, offsets=offsets.get(group_id, {}))
+            for producer_id, by_group in pending.items():
+                if group_id in by_group:
+                    group.pending_txn_offsets[producer_id] = by_group[group_id]
             meta = metadata.get(group_id)
             if meta is not None:
                 group.generation = int(meta["generation"])
@@ -997,6 +1026,78 @@ class GroupCoordinator:
 
         self._append(req.group_id, records, stored)
 
+    def _on_txn_offset_commit(self, env: Envelope) -> None:
+        """Offsets a transaction commits (KIP-98): written to __consumer_offsets as a transactional
+        batch of the producer, held apart until the transaction's marker says commit or abort."""
+        from lab.engine import errors
+
+        req: TxnOffsetCommitRequest = env.body
+        reply = self._reply(env)
+
+        def fail(error: KafkaError) -> None:
+            reply(
+                TxnOffsetCommitResponse(
+                    error=error.name, message=error.message, partitions=dict.fromkeys(req.offsets, error.name)
+                )
+            )
+
+        not_here = self._not_here(req.group_id)
+        if not_here is not None:
+            fail(not_here)
+            return
+        group = self.groups.get(req.group_id)
+        if req.generation_id >= 0 or req.member_id:
+            # KIP-447: a member of the group commits for its generation only.
+            found = self._member(req.group_id, req.member_id, req.generation_id)
+            if isinstance(found, KafkaError):
+                fail(found)
+                return
+            group = found[0]
+        if group is None:
+            group = self.groups[req.group_id] = Group(req.group_id)
+        bad = [tp for tp, offset in req.offsets.items() if offset < 0]
+        if bad:
+            fail(errors.InvalidRequest(f"offsets must be >= 0 ({', '.join(map(str, bad))})"))
+            return
+        now = self.now_ms
+        records: list[tuple[bytes | None, bytes | None]] = [
+            (_offset_key(req.group_id, tp), _offset_value(offset, now))
+            for tp, offset in sorted(req.offsets.items())
+        ]
+        target = group
+
+        def stored(error: KafkaError | None) -> None:
+            if error is not None:
+                fail(error)
+                return
+            target.pending_txn_offsets.setdefault(req.producer_id, {}).update(req.offsets)
+            self.journal(
+                "txn_offsets_pending",
+                f"{req.transactional_id} commits offsets of group {req.group_id} in its transaction "
+                f"({', '.join(f'{tp}={o}' for tp, o in sorted(req.offsets.items()))}): they count once it commits",
+                req.group_id,
+            )
+            reply(TxnOffsetCommitResponse(partitions=dict.fromkeys(req.offsets)))
+
+        self._append(
+            req.group_id,
+            records,
+            stored,
+            producer_id=req.producer_id,
+            producer_epoch=req.producer_epoch,
+        )
+
+    def on_txn_marker(self, tp: TopicPartition, producer_id: int, *, commit: bool) -> None:
+        """A transaction's marker reached ``tp`` of __consumer_offsets: its offsets count, or go."""
+        if tp.partition not in self.partitions:
+            return
+        for group in self.groups.values():
+            if partition_for_group(group.group_id, self.num_partitions) != tp.partition:
+                continue
+            committed = group.pending_txn_offsets.pop(producer_id, None)
+            if committed and commit:
+                group.offsets.update(committed)
+
     def _on_fetch_offsets(self, env: Envelope) -> None:
         req: OffsetFetchRequest = env.body
         reply = self._reply(env)
@@ -1145,11 +1246,21 @@ class GroupCoordinator:
         group_id: str,
         records: list[tuple[bytes | None, bytes | None]],
         then: Callable[[KafkaError | None], None],
+        *,
+        producer_id: int = -1,
+        producer_epoch: int = -1,
     ) -> None:
         from lab.engine import errors
 
         tp = TopicPartition(OFFSETS_TOPIC, partition_for_group(group_id, self.num_partitions))
-        batch = build_batch(records, timestamp_ms=self.now_ms)
+        batch = build_batch(
+            records,
+            timestamp_ms=self.now_ms,
+            producer_id=producer_id,
+            producer_epoch=producer_epoch,
+            base_sequence=NO_SEQUENCE,
+            is_transactional=producer_id >= 0,
+        )
 
         def done(results: dict[TopicPartition, ProducePartitionResult]) -> None:
             result = results[tp]
@@ -1159,6 +1270,8 @@ class GroupCoordinator:
                 then(errors.NotCoordinator(f"broker {self.broker.id} lost {tp}: {result.message}"))
             elif result.error == "REQUEST_TIMED_OUT":
                 then(errors.RequestTimedOut(result.message))
+            elif result.error in ("INVALID_PRODUCER_EPOCH", "PRODUCER_FENCED"):
+                then(errors.ProducerFenced(result.message))
             else:
                 then(errors.CoordinatorNotAvailable(f"{tp}: {result.error} {result.message}"))
 

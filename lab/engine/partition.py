@@ -114,9 +114,14 @@ class Partition:
 
     @property
     def last_stable_offset(self) -> int:
-        """Where read_committed consumers stop: below the first open transaction, else the HW.
-        The lab has no transactions yet, so it is the HW."""
-        return self.high_watermark
+        """Where read_committed consumers stop (the LSO): the first offset of a transaction not yet
+        decided (open, or its marker not yet replicated), else the HW."""
+        first = self.log.first_unstable_offset(self.high_watermark)
+        return (
+            self.high_watermark
+            if first is None
+            else max(self.log.log_start_offset, min(first, self.high_watermark))
+        )
 
     @property
     def maximal_isr(self) -> frozenset[BrokerId]:

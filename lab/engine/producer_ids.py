@@ -5,7 +5,8 @@ Kafka in ZooKeeper mode hands out producer ids in blocks of 1000 through one zno
 a broker that needs ids reads it, writes the next block with a conditional set on the version it
 read, and reads again if another broker was quicker. Ids from its block then cost nothing. An
 idempotent producer (no transactional.id) asks any broker for one with InitProducerId and starts
-at epoch 0; the broker keeps no record of it (the partitions' producer state does).
+at epoch 0; the broker keeps no record of it (the partitions' producer state does). A transactional
+producer asks its transaction coordinator, which takes an id from here for a new transactional id.
 
 The block is taken when the first producer asks (Kafka takes one at start-up); a broker that
 restarts takes a fresh block, so ids are never reused.
@@ -16,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from lab.engine.errors import CoordinatorNotAvailable, InvalidRequest, KafkaError
+from lab.engine.errors import CoordinatorNotAvailable, KafkaError
 from lab.engine.metadata import paths
 from lab.engine.metadata.store import BadVersion, MetadataError, NodeExists, NoNode
 from lab.engine.network import Envelope
@@ -35,31 +36,41 @@ class ProducerIdManager:
         self.broker = broker
         self.block: paths.ProducerIdBlock | None = None
         self.next_id = -1
-        self._waiting: list[Envelope] = []  # InitProducerId requests waiting for a block
+        # Who waits for an id (InitProducerId of an idempotent producer, or the transaction
+        # coordinator for a new transactional id): each is given the id, or the error.
+        self._waiting: list[Callable[[int | KafkaError], None]] = []
         self._fetching = False
 
     def handler(self, body: Any) -> Callable[[Envelope], None] | None:
-        return self._on_init_producer_id if isinstance(body, InitProducerIdRequest) else None
+        # A transactional id's InitProducerId goes to its transaction coordinator (transactions.py).
+        if isinstance(body, InitProducerIdRequest) and body.transactional_id is None:
+            return self._on_init_producer_id
+        return None
 
     def _on_init_producer_id(self, env: Envelope) -> None:
-        req: InitProducerIdRequest = env.body
-        if req.transactional_id is not None:
-            error = InvalidRequest(
-                "transactional.id is not modelled by the lab yet: only idempotent producers get ids"
-            )
-            self.broker.endpoint.respond(env, InitProducerIdResponse(error=error.name, message=error.message))
-            return
-        self._waiting.append(env)
+        def answer(result: int | KafkaError) -> None:
+            if isinstance(result, KafkaError):
+                self.broker.endpoint.respond(
+                    env, InitProducerIdResponse(error=result.name, message=result.message)
+                )
+            else:
+                self.broker.endpoint.respond(
+                    env, InitProducerIdResponse(producer_id=result, producer_epoch=0)
+                )
+
+        self.allocate(answer)
+
+    def allocate(self, then: Callable[[int | KafkaError], None]) -> None:
+        """A new producer id for ``then``, at once from the block, or once a new block is taken."""
+        self._waiting.append(then)
         self._serve()
 
     def _serve(self) -> None:
         while self._waiting and self.block is not None and self.next_id <= self.block.block_end:
-            env = self._waiting.pop(0)
+            then = self._waiting.pop(0)
             producer_id = self.next_id
             self.next_id += 1
-            self.broker.endpoint.respond(
-                env, InitProducerIdResponse(producer_id=producer_id, producer_epoch=0)
-            )
+            then(producer_id)
         if self._waiting and not self._fetching:
             self._fetching = True
             self.broker.spawn(self._take_block(), "take a producer id block")
@@ -74,10 +85,8 @@ class ProducerIdManager:
                 f"{paths.LATEST_PRODUCER_ID_BLOCK}: {exc}"
             )
             waiting, self._waiting = self._waiting, []
-            for env in waiting:
-                self.broker.endpoint.respond(
-                    env, InitProducerIdResponse(error=error.name, message=error.message)
-                )
+            for then in waiting:
+                then(error)
             return
         self._fetching = False
         self.block = block

@@ -87,6 +87,8 @@ class FetchPartitionData:
     log_end_offset: int = -1  # not in Kafka's response; the pictures show it
     records: bytes = b""
     record_count: int = 0
+    # read_committed only: (producer id, first offset) of each aborted transaction the records overlap.
+    aborted_transactions: tuple[tuple[int, int], ...] | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -270,7 +272,8 @@ def kind_of(message: object) -> str:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class FindCoordinatorRequest:
-    key: str  # the group id
+    key: str  # the group id, or the transactional id with key_type 1
+    key_type: int = 0  # 0 GROUP, 1 TRANSACTION
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -670,3 +673,131 @@ class DeleteGroupsRequest:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DeleteGroupsResponse:
     groups: Mapping[str, ErrorResult]
+
+
+# Transactions (KIP-98): the transaction coordinator's requests, and the markers it has partition
+# leaders write.
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AddPartitionsToTxnRequest:
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    partitions: tuple[TopicPartition, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AddPartitionsToTxnResponse:
+    error: str | None = None
+    message: str = ""
+    partitions: Mapping[TopicPartition, str | None] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AddOffsetsToTxnRequest:
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    group_id: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AddOffsetsToTxnResponse:
+    error: str | None = None
+    message: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EndTxnRequest:
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    committed: bool
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EndTxnResponse:
+    error: str | None = None
+    message: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TxnOffsetCommitRequest:
+    transactional_id: str
+    group_id: str
+    producer_id: int
+    producer_epoch: int
+    offsets: Mapping[TopicPartition, int]
+    generation_id: int = -1
+    member_id: str = ""
+    group_instance_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TxnOffsetCommitResponse:
+    error: str | None = None
+    message: str = ""
+    partitions: Mapping[TopicPartition, str | None] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TxnMarkerEntry:
+    producer_id: int
+    producer_epoch: int
+    committed: bool
+    coordinator_epoch: int
+    partitions: tuple[TopicPartition, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WriteTxnMarkersRequest:
+    markers: tuple[TxnMarkerEntry, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WriteTxnMarkersResponse:
+    # Per producer id, each partition's error (None: written and replicated).
+    results: Mapping[int, Mapping[TopicPartition, str | None]]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DescribeTransactionsRequest:
+    transactional_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DescribedTransaction:
+    transactional_id: str
+    error: str | None = None
+    message: str = ""
+    state: str = ""
+    timeout_ms: int = 0
+    start_ms: int = -1
+    producer_id: int = -1
+    producer_epoch: int = -1
+    partitions: tuple[TopicPartition, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DescribeTransactionsResponse:
+    transactions: tuple[DescribedTransaction, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ListTransactionsRequest:
+    state_filters: tuple[str, ...] = ()
+    producer_id_filters: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ListedTransaction:
+    transactional_id: str
+    producer_id: int
+    state: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ListTransactionsResponse:
+    error: str | None = None
+    transactions: tuple[ListedTransaction, ...] = ()

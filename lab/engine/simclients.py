@@ -255,3 +255,183 @@ class SimulatedConsumer:
             "rebalances": c.rebalances,
             "errors": self.errors[-3:],
         }
+
+
+class SimulatedTransformer:
+    """A consume-transform-produce worker, exactly once (KIP-98): a group member that reads
+    ``source`` with read_committed, writes each record, transformed, to ``target`` in a transaction,
+    and sends its consumed offsets to the same transaction (send_offsets_to_transaction), so the
+    output and the progress commit together or not at all. A failed transaction is aborted and its
+    records are read again from the last committed positions; a fenced worker stops."""
+
+    kind = "transformer"
+
+    def __init__(
+        self,
+        cluster: Cluster,
+        name: str,
+        group: str,
+        source: str,
+        target: str,
+        *,
+        processing_ms: int,
+        transactional_id: str,
+        records_per_transaction: int = 10,
+        **config: object,
+    ) -> None:
+        if processing_ms < 0:
+            raise IllegalArgument("processing_ms must be >= 0")
+        if not 1 <= records_per_transaction <= 10_000:
+            raise IllegalArgument("records_per_transaction must be in [1, 10000]")
+        self.cluster = cluster
+        self.name = name
+        self.group = group
+        self.records_per_transaction = records_per_transaction
+        self.source = source
+        self.target = target
+        self.processing_ms = processing_ms
+        consumer = cluster.consumer(
+            group_id=group,
+            client_id=f"{name}-consumer",
+            enable_auto_commit="false",
+            auto_offset_reset="earliest",
+            isolation_level="read_committed",
+        )
+        assert isinstance(consumer, GroupConsumer)
+        self.consumer = consumer
+        consumer.on_records = self._wake
+        consumer.subscribe([source])
+        self.producer: Producer = cluster.producer(
+            "all", client_id=f"{name}-producer", transactional_id=transactional_id, **config
+        )
+        self.txn = self.producer.txn
+        assert self.txn is not None
+        self.state = "starting"
+        self.transformed = 0  # records written in committed transactions
+        self.errors: list[str] = []
+        self._busy = True
+        self._timer: Timer | None = None
+        self._then(self.txn.start_init(), self._ready)
+
+    def _then(self, task: Any, next_step: Any) -> None:
+        def done(outcome: Any) -> None:
+            error = outcome.failed_with()
+            if self.state in ("stopped", "crashed"):
+                return
+            if error is not None:
+                self._failed(error)
+            else:
+                next_step()
+
+        task.outcome.add_done_callback(done)
+
+    def _ready(self) -> None:
+        self.state = "running"
+        self._busy = False
+        self._poll()
+
+    def _wake(self) -> None:
+        if not self._busy and self.state == "running" and self._timer is None:
+            self._timer = self.cluster.scheduler.call_soon(self._poll, label=f"{self.name} poll")
+
+    def _poll(self) -> None:
+        self._timer = None
+        if self.state != "running" or self._busy:
+            return
+        try:
+            records = self.consumer.take(self.records_per_transaction)
+        except KafkaError as exc:
+            self.errors.append(str(exc))
+            records = []
+        if not records:
+            self._timer = self.cluster.scheduler.call_later(100, self._poll, label=f"{self.name} poll")
+            return
+        self._busy = True
+        self.cluster.scheduler.call_later(
+            self.processing_ms * len(records), self._transform, records, label=f"{self.name} processing"
+        )
+
+    def _transform(self, records: list[ConsumerRecord]) -> None:
+        if self.state != "running":
+            return
+        assert self.txn is not None
+        firsts: dict[TopicPartition, int] = {}
+        offsets: dict[TopicPartition, int] = {}
+        try:
+            self.txn.begin_transaction()
+            for r in records:
+                tp = TopicPartition(r.topic, r.partition)
+                firsts.setdefault(tp, r.offset)
+                offsets[tp] = r.offset + 1
+                value = None if r.value is None else r.value.upper()
+                self.producer.send(self.target, value, key=r.key)
+            consumer = self.consumer
+            task = self.txn.start_send_offsets(
+                offsets, self.group, consumer.generation, consumer.member_id, consumer.instance_id or None
+            )
+        except KafkaError as exc:
+            self._failed(exc, firsts)
+            return
+        self._pending = (len(records), firsts)
+        self._then(task, self._commit)
+
+    def _commit(self) -> None:
+        assert self.txn is not None
+        self._then(self.txn.start_commit(), self._committed)
+
+    def _committed(self) -> None:
+        self.transformed += self._pending[0]
+        self._busy = False
+        self._poll()
+
+    def _failed(self, error: BaseException, firsts: dict[TopicPartition, int] | None = None) -> None:
+        self.errors.append(str(error))
+        assert self.txn is not None
+        if error.__class__.__name__ == "ProducerFenced" or self.txn.state.value == "FATAL_ERROR":
+            self.state = "fenced"  # a newer worker with this transactional.id took over
+            self.consumer.close()
+            return
+        rewind = firsts if firsts is not None else getattr(self, "_pending", (0, {}))[1]
+        for tp, offset in rewind.items():
+            if tp in self.consumer.assignment():
+                self.consumer.seek(tp.topic, tp.partition, offset)  # read it again in the next transaction
+        if self.txn.state.value in ("IN_TRANSACTION", "ABORTABLE_ERROR"):
+            self._then(self.txn.start_abort(), self._ready)
+        elif self.txn.state.value == "UNINITIALIZED":
+            self._then(self.txn.start_init(), self._ready)
+        else:
+            self._busy = False
+            self._timer = self.cluster.scheduler.call_later(500, self._poll, label=f"{self.name} retry")
+
+    def stop(self) -> None:
+        if self.state in ("stopped", "crashed"):
+            return
+        self.state = "stopped"
+        Scheduler.cancel(self._timer)
+        self.consumer.close()
+        self.producer.close()
+
+    def crash(self) -> None:
+        if self.state in ("stopped", "crashed"):
+            return
+        self.state = "crashed"
+        Scheduler.cancel(self._timer)
+        self.consumer.crash()
+        self.producer.close()
+
+    def describe(self) -> dict[str, Any]:
+        assert self.txn is not None
+        return {
+            "name": self.name,
+            "kind": "transformer",
+            "state": self.state,
+            "group": self.group,
+            "source": self.source,
+            "target": self.target,
+            "processing_ms": self.processing_ms,
+            "transformed": self.transformed,
+            "transaction": self.txn.describe(),
+            "producer_id": self.producer.producer_id,
+            "producer_epoch": self.producer.producer_epoch,
+            "errors": self.errors[-3:],
+        }

@@ -43,6 +43,23 @@ def _controller_view(
     return ctx.assignments, ctx.states, ctx.topic_configs, ctx.epoch
 
 
+ABORTED_SHOWN = 20  # the latest aborted transactions a replica's view lists
+
+
+def transactions_view(cluster: Cluster) -> dict[str, Any]:
+    """Each transactional id as its coordinator has it now (state, producer id and epoch, partitions,
+    the coordinator and when it would abort the transaction)."""
+    out: dict[str, Any] = {}
+    for broker in cluster.brokers.values():
+        coordinator = broker.transactions
+        if not broker.alive:
+            continue
+        for transactional_id, meta in coordinator.transactions.items():
+            if coordinator._partition_of(transactional_id) in coordinator.partitions:
+                out[transactional_id] = coordinator.describe(meta)
+    return dict(sorted(out.items()))
+
+
 def replica_log(broker: Broker, tp: TopicPartition, *, segments: bool = False) -> dict[str, Any] | None:
     partition = broker.partitions.get(tp)
     if partition is None:
@@ -52,6 +69,8 @@ def replica_log(broker: Broker, tp: TopicPartition, *, segments: bool = False) -
     out: dict[str, Any] = {
         "log_start_offset": log.log_start_offset,
         "high_watermark": partition.high_watermark,
+        # The last stable offset: read_committed consumers read below it (an open transaction holds it).
+        "last_stable_offset": partition.last_stable_offset,
         "log_end_offset": log.log_end_offset,
         "leader_epoch": -1 if latest is None else latest,
         "online": broker.alive,
@@ -64,9 +83,26 @@ def replica_log(broker: Broker, tp: TopicPartition, *, segments: bool = False) -
                 "first_sequence": p.first_sequence,
                 "last_sequence": p.last_sequence,
                 "last_offset": p.last_offset,
+                "txn_first_offset": p.current_txn_first_offset,
             }
             for p in log.producer_state.views()
         ],
+        # Transactions on this replica: the open ones (where each began), the control batches
+        # (commit and abort markers) it last wrote, and the aborted ones its .txnindex files hold.
+        "transactions": {
+            "ongoing": [
+                {"producer_id": pid, "first_offset": first}
+                for pid, first in sorted(log.producer_state.ongoing.items(), key=lambda kv: kv[1])
+            ],
+            "markers": [
+                {"offset": offset, "type": "COMMIT" if commit else "ABORT", "producer_id": pid}
+                for offset, commit, pid in log.recent_markers
+            ],
+            "aborted": [
+                {"producer_id": t.producer_id, "first_offset": t.first_offset, "last_offset": t.last_offset}
+                for t in log.aborted_transactions()[-ABORTED_SHOWN:]
+            ],
+        },
     }
     if segments:
         out["segments"] = [
@@ -166,6 +202,7 @@ def take(cluster: Cluster, *, segments: bool = False) -> dict[str, Any]:
         "brokers": brokers,
         "topics": topics,
         "groups": groups_view(cluster),
+        "transactions": transactions_view(cluster),
         "clients": clients_view(cluster),
         "in_flight": [
             {
@@ -232,6 +269,8 @@ def clients_view(cluster: Cluster) -> list[dict[str, Any]]:
                     "acked": client.acked,
                     "failed": client.failed,
                     "retried": client.retried,
+                    # A transactional producer's state (transactional.id, Kafka's client state, its partitions).
+                    "transaction": None if client.txn is None else client.txn.describe(),
                 }
             )
         else:

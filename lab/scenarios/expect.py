@@ -47,6 +47,7 @@ def evaluate(run: ScenarioRun, args: dict[str, Any]) -> list[Check]:
                 "replicas": state["replicas"],
                 "offline": state["offline"],
                 "hw": leader_log.get("high_watermark"),
+                "lso": leader_log.get("last_stable_offset"),
                 "leo": leader_log.get("log_end_offset"),
                 "log_start_offset": leader_log.get("log_start_offset"),
             }

@@ -326,6 +326,7 @@ EXPECT: Schema = {
     "replicas": _ints,
     "offline": _bool,
     "hw": _nonneg,
+    "lso": _nonneg,  # the leader's last stable offset (read_committed reads below it)
     "leo": _nonneg,
     "log_start_offset": _nonneg,
     "hw_by_broker": _broker_numbers,
@@ -368,6 +369,7 @@ _PARTITION_KEYS = (
     "replicas",
     "offline",
     "hw",
+    "lso",
     "leo",
     "log_start_offset",
     "hw_by_broker",
@@ -420,6 +422,7 @@ STEPS: dict[str, tuple[Schema, tuple[str, ...], str | None]] = {
         {
             "topic": _str,
             "partition": _within(limits.PARTITION),
+            "isolation_level": _choice("read_uncommitted", "read_committed"),
             "from": _from,
             "count": _record_count,
             "as": _str,
@@ -428,6 +431,15 @@ STEPS: dict[str, tuple[Schema, tuple[str, ...], str | None]] = {
         ("topic",),
         None,
     ),
+    # Transactions: begin_transaction makes the producer (with its transactional.id) and runs
+    # init_transactions the first time; produce steps naming it send in the transaction.
+    "begin_transaction": (
+        {"producer": _str, "transactional_id": _str, "transaction_timeout_ms": _timeout_ms},
+        ("producer",),
+        "producer",
+    ),
+    "commit_transaction": ({"producer": _str}, ("producer",), "producer"),
+    "abort_transaction": ({"producer": _str}, ("producer",), "producer"),
     "seek": ({"as": _str, "partition": _partition, "offset": _nonneg}, ("as", "partition", "offset"), None),
     "read": (
         {"as": _str, "count": _at_most(_positive, MAX_RECORDS, " records"), "timeout_ms": _timeout_ms},

@@ -20,7 +20,8 @@ from lab.engine.clients import ConsumerRecord, Producer, RecordMetadata
 from lab.engine.cluster import Cluster
 from lab.engine.errors import KafkaError, KafkaTimeout
 from lab.engine.ids import TopicPartition
-from lab.engine.tasks import Pending
+from lab.engine.tasks import Pending, Task
+from lab.engine.txn_client import TransactionManager
 from lab.scenarios.format import PRODUCER_FIELDS, Scenario, Step
 
 POLL_MS = 50  # how often a waiting step looks again, in virtual ms
@@ -399,7 +400,7 @@ class ScenarioRun:
         a = step.args
         topic = a["topic"]
         name = a.get("as", "consumed")
-        consumer = self.cluster.consumer()
+        consumer = self.cluster.consumer(isolation_level=a.get("isolation_level", "read_uncommitted"))
         self.readers[name] = consumer
         if "partition" in a:
             tps = [TopicPartition(topic, a["partition"])]
@@ -430,6 +431,51 @@ class ScenarioRun:
 
         # Without a count, read for the whole timeout and pass; with one, fail if it does not come.
         self._wait_for(poll, timeout, summary, succeed_on_timeout=wanted is None)
+
+    def _do_begin_transaction(self, step: Step) -> None:
+        a = step.args
+        name = a["producer"]
+        producer = self.producers.get(name)
+        if producer is None:
+            settings: dict[str, object] = {"transactional_id": a.get("transactional_id", name)}
+            if "transaction_timeout_ms" in a:
+                settings["transaction_timeout_ms"] = a["transaction_timeout_ms"]
+            producer = self.cluster.producer(
+                "all", client_id=name if name not in self.cluster.clients else None, **settings
+            )
+            self.producers[name] = producer
+        txn = producer.txn
+        if txn is None:
+            raise KafkaError(f"producer {name!r} was made without a transactional id")
+        if txn.state.value != "UNINITIALIZED":
+            producer.begin_transaction()
+            return
+        task = txn.start_init()
+        self._task(task, "init_transactions", then=producer.begin_transaction)
+
+    def _do_commit_transaction(self, step: Step) -> None:
+        self._task(self._txn(step).start_commit(), "commit_transaction")
+
+    def _do_abort_transaction(self, step: Step) -> None:
+        self._task(self._txn(step).start_abort(), "abort_transaction")
+
+    def _txn(self, step: Step) -> TransactionManager:
+        producer = self.producers.get(step.args["producer"])
+        if producer is None or producer.txn is None:
+            raise KafkaError(
+                f"no transactional producer named {step.args['producer']!r} (begin_transaction makes one)"
+            )
+        return producer.txn
+
+    def _task(self, task: Task[None], what: str, then: Callable[[], None] | None = None) -> None:
+        """Wait, the runner's way, for a transactional call; its error (by Kafka's name) fails the step."""
+
+        def go_on() -> None:
+            task.outcome.result()
+            if then is not None:
+                then()
+
+        self._wait_for(task.outcome.done, ANSWER_MS, lambda: _timed_out(ANSWER_MS, what), then=go_on)
 
     def _do_seek(self, step: Step) -> None:
         a = step.args

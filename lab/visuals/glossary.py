@@ -63,6 +63,16 @@ ENTRIES: Mapping[str, Entry] = {
         sentence="High watermark: every ISR replica has the records below it; consumers read only below it.",
         config="min.insync.replicas",
     ),
+    "last_stable_offset": Entry(
+        sentence="LSO, the last stable offset: the first offset of a transaction not yet committed or aborted "
+        "(else the HW); read_committed consumers read only below it.",
+        config="transaction.max.timeout.ms",
+    ),
+    "control_marker": Entry(
+        sentence="A control batch: a transaction's commit or abort marker, written by the coordinator's "
+        "WriteTxnMarkers; it takes an offset but no consumer ever gets it.",
+        config="transaction.max.timeout.ms",
+    ),
     "under_min_isr": Entry(
         sentence="Under min ISR: the ISR is smaller than min.insync.replicas, so every acks=all write to this "
         "partition fails with NOT_ENOUGH_REPLICAS (acks=1 and acks=0 writes still succeed).",

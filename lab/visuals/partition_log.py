@@ -44,8 +44,11 @@ class ReplicaLog:
     log_start_offset: int
     high_watermark: int
     log_end_offset: int
+    last_stable_offset: int  # below the HW while a transaction is open
     leader_epoch: int
-    cells: str  # one letter per offset in the window: d deleted, c committed, u uncommitted, e empty
+    # One letter per offset in the window: d deleted, c committed, u uncommitted, e empty; a commit
+    # marker x, an abort marker a (control batches of transactions).
+    cells: str
     markers: tuple[Marker, ...]
     behind: int  # records behind the leader's log end
     title: str
@@ -149,10 +152,14 @@ def _window(logs: Mapping[str, Mapping[str, Any]], width: int) -> tuple[int, int
     return start, end, start - oldest
 
 
-def _cells(start: int, end: int, log_start: int, hw: int, leo: int) -> str:
+def _cells(
+    start: int, end: int, log_start: int, hw: int, leo: int, controls: Mapping[int, str] | None = None
+) -> str:
     out = []
     for offset in range(start, end):
-        if offset < log_start:
+        if controls and offset in controls and log_start <= offset < leo:
+            out.append(controls[offset])
+        elif offset < log_start:
             out.append("d")
         elif offset < min(hw, leo):
             out.append("c")
@@ -171,13 +178,23 @@ def _markers(
     leo: int,
     config: Mapping[str, str],
     topic_config: Mapping[str, str],
+    lso: int | None = None,
 ) -> tuple[Marker, ...]:
-    """Markers in the window; where two or three coincide they share one label ("HW LEO")."""
+    """Markers in the window; where two or three coincide they share one label ("HW LEO"). The LSO
+    is drawn only where an open transaction holds it below the HW."""
     at: dict[int, list[tuple[str, str, int]]] = {}
-    for kind, label, offset in (("start", "log start", log_start), ("hw", "HW", hw), ("leo", "LEO", leo)):
+    bounds = [("start", "log start", log_start), ("hw", "HW", hw), ("leo", "LEO", leo)]
+    if lso is not None and lso < hw:
+        bounds.insert(1, ("lso", "LSO", lso))
+    for kind, label, offset in bounds:
         if start <= offset <= end:  # a boundary may sit just after the window's last cell
             at.setdefault(offset - start, []).append((kind, label, offset))
-    names = {"start": "log_start_offset", "hw": "high_watermark", "leo": "log_end_offset"}
+    names = {
+        "start": "log_start_offset",
+        "lso": "last_stable_offset",
+        "hw": "high_watermark",
+        "leo": "log_end_offset",
+    }
     out = []
     for index in sorted(at):
         marks = at[index]
@@ -284,6 +301,11 @@ def partition_log(
     for broker in rows:
         log = logs[str(broker)]
         first, hw, leo = int(log["log_start_offset"]), int(log["high_watermark"]), int(log["log_end_offset"])
+        lso = int(log.get("last_stable_offset", hw))
+        controls = {
+            int(m["offset"]): "x" if m["type"] == "COMMIT" else "a"
+            for m in (log.get("transactions") or {}).get("markers", ())
+        }
         behind = 0 if leader_leo is None else max(0, leader_leo - leo)
         role = "leader" if broker == leader else "follower"
         words = [
@@ -292,6 +314,8 @@ def partition_log(
         ]
         if leo > hw:
             words.append(f"{leo - hw} record(s) above the HW, not yet visible to consumers")
+        if lso < hw:
+            words.append(f"LSO {lso}: an open transaction holds read_committed consumers below it")
         if behind:
             words.append(f"{behind} behind the leader")
         if not log.get("online", True):
@@ -305,9 +329,10 @@ def partition_log(
                 log_start_offset=first,
                 high_watermark=hw,
                 log_end_offset=leo,
+                last_stable_offset=lso,
                 leader_epoch=int(log["leader_epoch"]),
-                cells=_cells(start, end, first, hw, leo),
-                markers=_markers(start, end, first, hw, leo, config, overrides),
+                cells=_cells(start, end, first, hw, leo, controls),
+                markers=_markers(start, end, first, hw, leo, config, overrides, lso),
                 behind=behind,
                 title="; ".join(words),
             )

@@ -203,7 +203,13 @@ async def fetch(conn: Connection, request: Request) -> Any:
                     "high_watermark": data.high_watermark,
                     "last_stable_offset": data.last_stable_offset,
                     "log_start_offset": data.log_start_offset,
-                    "aborted_transactions": None,
+                    # read_committed: the aborted transactions the records overlap (KIP-98).
+                    "aborted_transactions": None
+                    if data.aborted_transactions is None
+                    else [
+                        {"producer_id": pid, "first_offset": first}
+                        for pid, first in data.aborted_transactions
+                    ],
                     "preferred_read_replica": -1,
                     "records": data.records,
                 },

@@ -27,20 +27,9 @@ async def find_coordinator(conn: Connection, request: Request) -> Any:
     keys = list(field(body, "coordinator_keys", ()) or ()) or [field(body, "key", "")]
     found = []
     for key in keys:
-        if key_type != GROUP:
-            # The lab has no transaction coordinator yet (InitProducerId serves idempotent producers only).
-            found.append(
-                {
-                    "key": key,
-                    "error_code": "COORDINATOR_NOT_AVAILABLE",
-                    "node_id": -1,
-                    "host": "",
-                    "port": -1,
-                    "error_message": "this lab has no transaction coordinator",
-                }
-            )
-            continue
-        answer: p.FindCoordinatorResponse = await conn.call(p.FindCoordinatorRequest(key=key))
+        answer: p.FindCoordinatorResponse = await conn.call(
+            p.FindCoordinatorRequest(key=key, key_type=TRANSACTION if key_type == TRANSACTION else GROUP)
+        )
         host, port = conn.server.advertised.get(answer.node_id, ("", -1))
         error = answer.error
         if error is None and port < 0:

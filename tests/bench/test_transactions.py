@@ -1,5 +1,6 @@
 """``python -m lab.bench transactions``: its first line is idempotent produce against the same produce
-without idempotence, in the same run (no timing is asserted)."""
+without idempotence, its second transactions of 100 records against the same records without
+transactions, each in the same run (no timing is asserted)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from lab.bench import transactions
 from lab.bench.__main__ import available
 
 
-def test_the_first_figure_is_idempotent_produce_with_its_baseline_and_ratio(
+def test_the_figures_are_idempotent_produce_then_transactions_with_their_baselines_and_ratios(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     transactions.main(quick=True)
@@ -26,6 +27,16 @@ def test_the_first_figure_is_idempotent_produce_with_its_baseline_and_ratio(
         assert figure[key] > 0
     assert figure["ratio"] == pytest.approx(
         figure["records_per_s"] / figure["baseline_records_per_s"], rel=0.01
+    )
+    second = json.loads(lines[1])
+    assert second["bench"] == "transactions"
+    assert (second["records"], second["records_per_transaction"]) == (5_000, 100)
+    assert second["baseline"] == "same_records_idempotent_flushed_per_100"
+    assert second["target_ratio"] == 0.3
+    for key in ("records_per_s", "transactions_per_s", "baseline_records_per_s", "ratio"):
+        assert second[key] > 0
+    assert second["ratio"] == pytest.approx(
+        second["records_per_s"] / second["baseline_records_per_s"], rel=0.01
     )
 
 

@@ -268,3 +268,35 @@ def test_processed_records_name_their_partition() -> None:
         sim = _consumer(c, processing_ms=1)
         c.wait_for(lambda: len(sim.processed) == 3, 10_000)
         assert sim.processed == [(TopicPartition("orders", 0), i, f"v{i}".encode()) for i in range(3)]
+
+
+def test_a_transformer_writes_each_record_once_with_its_offsets_even_when_a_broker_dies() -> None:
+    from lab.engine.groups import coordinator_of
+    from lab.engine.ids import TopicPartition
+    from tests.engine.helpers import checked_cluster
+
+    with checked_cluster(3) as c:
+        c.create_topic("words", partitions=2, replication_factor=3, config={"min.insync.replicas": "2"})
+        c.create_topic("shouts", partitions=2, replication_factor=3, config={"min.insync.replicas": "2"})
+        source = c.producer()
+        for i in range(120):
+            source.send("words", f"word-{i:03d}", key=str(i))
+        assert source.flush()
+        worker = c.simulated_transformer("shouters", "words", "shouts", processing_ms=50, name="shouter")
+        c.run_for(2500)
+        assert worker.state == "running"
+        assert 0 < worker.transformed < 120
+        c.kill_broker(c.leader_of("shouts", 0) or 1)  # mid-stream: transactions fail, abort, run again
+        c.wait_for(lambda: worker.transformed == 120, 120_000, "every record transformed")
+        c.wait_for(lambda: all(c.leader_of("shouts", i) is not None for i in (0, 1)), 60_000, "leaders")
+        reader = c.consumer(isolation_level="read_committed", auto_offset_reset="earliest")
+        reader.assign([("shouts", 0), ("shouts", 1)])
+        got: list[bytes] = []
+        for _ in range(10):
+            got += [r.value or b"" for r in reader.poll(300)]
+        assert sorted(got) == sorted(f"WORD-{i:03d}".encode() for i in range(120))  # each once
+        found = coordinator_of(c.brokers, "shouters")
+        assert found is not None
+        committed = found[1].offsets
+        assert committed[TopicPartition("words", 0)] + committed[TopicPartition("words", 1)] == 120
+        assert worker.describe()["transaction"]["committed"] >= 12  # ten records a transaction

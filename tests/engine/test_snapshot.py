@@ -273,5 +273,43 @@ def test_every_replica_shows_its_idempotent_producers() -> None:
                     "first_sequence": 0,
                     "last_sequence": 4,
                     "last_offset": 4,
+                    "txn_first_offset": None,  # not transactional
                 }
             ]
+
+
+def test_the_snapshot_shows_the_lso_the_markers_and_each_transactional_id() -> None:
+    import json as _json
+
+    from tests.engine.helpers import checked_cluster
+
+    with checked_cluster(3) as c:
+        c.create_topic("t", assignment={0: [1, 2, 3]})
+        p = c.producer(transactional_id="tx", transaction_timeout_ms=30_000)
+        p.init_transactions()
+        p.begin_transaction()
+        p.send("t", b"a", partition=0)
+        p.commit_transaction()
+        p.begin_transaction()
+        p.send("t", b"b", partition=0)
+        p.flush()
+        c.run_for(300)
+        snap = c.snapshot()
+        _json.dumps(snap)
+        log = snap["topics"]["t"]["partitions"][0]["logs"]["1"]
+        assert (log["high_watermark"], log["last_stable_offset"], log["log_end_offset"]) == (3, 2, 3)
+        assert log["transactions"]["ongoing"] == [{"producer_id": p.producer_id, "first_offset": 2}]
+        assert log["transactions"]["markers"] == [
+            {"offset": 1, "type": "COMMIT", "producer_id": p.producer_id}
+        ]
+        tx = snap["transactions"]["tx"]
+        assert (tx["state"], tx["producer_id"], tx["partitions"]) == ("Ongoing", p.producer_id, [["t", 0]])
+        assert tx["deadline_ms"] == tx["start_ms"] + 30_000
+        p.abort_transaction()
+        c.run_for(300)
+        logs = c.snapshot()["topics"]["t"]["partitions"][0]["logs"]
+        for broker in ("1", "2"):  # the leader, and a follower from the batches it fetched
+            assert logs[broker]["transactions"]["aborted"] == [
+                {"producer_id": p.producer_id, "first_offset": 2, "last_offset": 3}
+            ]
+        assert logs["1"]["last_stable_offset"] == logs["1"]["high_watermark"] == 4

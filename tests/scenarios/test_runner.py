@@ -128,3 +128,24 @@ def test_admin_steps_keep_the_facades_bounds_and_errors(tmp_path: Path) -> None:
         assert cluster.topics() == ["stranded", "u"]  # written to ZooKeeper, as Kafka leaves them
     finally:
         cluster.close()
+
+
+def test_transaction_steps_commit_abort_and_fail_out_of_order_with_kafkas_error() -> None:
+    scenario = parse(
+        "name: Transactions\ncluster: {brokers: 3}\nsteps:\n"
+        "  - create_topic: {name: t, replication_factor: 3}\n"
+        "  - begin_transaction: {producer: app}\n"
+        "  - produce: {topic: t, count: 2, value: 'kept-{i}', producer: app}\n"
+        "  - commit_transaction: app\n"
+        "  - begin_transaction: app\n"
+        "  - produce: {topic: t, count: 2, value: 'dropped-{i}', producer: app}\n"
+        "  - abort_transaction: app\n"
+        "  - consume: {topic: t, isolation_level: read_committed, as: seen, timeout_ms: 1000}\n"
+        "  - expect: {consumed: {as: seen, values: [kept-0, kept-1]}, partition: t-0, lso: 6}\n"
+        "  - commit_transaction: app\n"
+    )
+    report = run_to_end(scenario)
+    results = report.run.results
+    assert [r.ok for r in results] == [True] * 9 + [False]
+    assert "ILLEGAL_STATE" in results[-1].detail
+    assert "from state READY to state COMMITTING_TRANSACTION" in results[-1].detail

@@ -26,6 +26,7 @@ def test_the_lab_ships_the_scenarios_the_issue_asks_for() -> None:
         "retention",
         "compaction",
         "controller-failover",
+        "hanging-transaction",
     } <= names
 
 

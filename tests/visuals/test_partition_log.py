@@ -187,3 +187,30 @@ def test_the_leaders_producer_state_is_shown_per_partition() -> None:
         assert "last five batches" in orders.tip["producer_state"]
     finally:
         c.close()
+
+
+def test_an_open_transaction_draws_the_lso_and_markers_draw_as_control_cells() -> None:
+    leader = {
+        **log(0, 6, 6, role="leader"),
+        "last_stable_offset": 4,
+        "transactions": {
+            "ongoing": [{"producer_id": 7, "first_offset": 4}],
+            "markers": [
+                {"offset": 1, "type": "COMMIT", "producer_id": 7},
+                {"offset": 3, "type": "ABORT", "producer_id": 7},
+            ],
+            "aborted": [{"producer_id": 7, "first_offset": 2, "last_offset": 3}],
+        },
+    }
+    (replica,) = partition_log(
+        "orders", _part({1: leader}), in_flight=[], now_ms=0, rate=1.0, config={}
+    ).replicas
+    assert replica.cells[:7] == "cxcacce"  # offset 1 a commit marker, offset 3 an abort marker
+    assert [(m.label, m.at) for m in replica.markers] == [("log start", 0), ("LSO", 4), ("HW LEO", 6)]
+    assert "last stable offset" in replica.markers[1].title
+    assert "LSO 4: an open transaction holds read_committed consumers below it" in replica.title
+    # Without a transaction holding it, the LSO is the HW and is not drawn apart.
+    (plain,) = partition_log(
+        "orders", _part({1: log(0, 6, 6, role="leader")}), in_flight=[], now_ms=0, rate=1.0, config={}
+    ).replicas
+    assert [m.label for m in plain.markers] == ["log start", "HW LEO"]

@@ -44,7 +44,17 @@ def test_api_versions_lists_what_is_served_and_names_the_clients_software(cluste
     served = {a.api_key: (a.min_version, a.max_version) for a in answer.api_keys}
     assert served == {k: (a.min_version, a.max_version) for k, a in APIS.items()}
     assert {0, 1, 2, 3, 18}.issubset(served)
-    assert served[22] == (0, 4)  # InitProducerId, as Kafka 3.x serves it: idempotent producers
+    assert served[22] == (0, 4)  # InitProducerId, as Kafka 3.x serves it
+    # The transaction coordinator's and leaders' APIs, at Kafka 3.x's versions (before KIP-890).
+    assert {k: served[k] for k in (24, 25, 26, 27, 28, 65, 66)} == {
+        24: (0, 3),  # AddPartitionsToTxn
+        25: (0, 3),  # AddOffsetsToTxn
+        26: (0, 3),  # EndTxn
+        27: (1, 1),  # WriteTxnMarkers (kio, from Kafka 4's schemas, has no v0)
+        28: (0, 3),  # TxnOffsetCommit
+        65: (0, 0),  # DescribeTransactions
+        66: (0, 0),  # ListTransactions
+    }
     assert client.conn.software == ("kcat", "1.7.1")
 
 
@@ -66,7 +76,7 @@ def test_api_versions_newer_than_served_answers_v0_with_unsupported_version(clus
 @pytest.mark.parametrize(
     ("payload", "why"),
     [
-        (struct.pack(">hhih", 24, 3, 1, -1), "API key 24"),  # AddPartitionsToTxn: not served
+        (struct.pack(">hhih", 57, 0, 1, -1), "API key 57"),  # UpdateFeatures: not served
         (struct.pack(">hhih", 0, 42, 1, -1), "Produce v42"),
         (struct.pack(">hhih", 999, 0, 1, -1), "API key 999"),
         (b"\x00\x03", "shorter than any request header"),

@@ -75,3 +75,111 @@ def test_produce_answers_a_duplicate_with_the_first_offset_and_refuses_gaps_and_
     cluster.run_for(500)
     log = cluster.brokers[1].partitions[TopicPartition("orders", 0)].log
     assert [r.value for r in iter_records(log.read(0, 1 << 20).records)] == [b"a", b"b", b"c"]
+
+
+FIND_COORDINATOR, ADD_PARTITIONS, END_TXN, FETCH, DESCRIBE_TXNS, LIST_TXNS = 10, 24, 26, 1, 65, 66
+
+
+def _coordinator(cluster: Cluster, transactional_id: str) -> int:
+    client = WireClient(cluster, 1)
+    for _ in range(20):  # the first asks create __transaction_state
+        answer = client.ask(FIND_COORDINATOR, 4, {"key_type": 1, "coordinator_keys": (transactional_id,)})
+        (found,) = answer.coordinators
+        if found.error_code == ErrorCode.none:
+            return int(found.node_id)
+        assert found.error_code == ErrorCode.coordinator_not_available
+        cluster.run_for(500)
+    raise AssertionError("no transaction coordinator")
+
+
+def txn_produce(pid: int, epoch: int, seq: int, *values: bytes) -> dict:
+    batch = build_batch(
+        [(None, v) for v in values],
+        timestamp_ms=1_000,
+        producer_id=pid,
+        producer_epoch=epoch,
+        base_sequence=seq,
+        is_transactional=True,
+    )
+    return {
+        "transactional_id": "wire",
+        "acks": -1,
+        "timeout": 5_000,
+        "topic_data": [{"name": "orders", "partition_data": [{"index": 0, "records": batch}]}],
+    }
+
+
+def test_a_transaction_over_the_wire_and_a_read_committed_fetch_with_its_aborted_transactions(
+    cluster: Cluster,
+) -> None:
+    coordinator = WireClient(cluster, _coordinator(cluster, "wire"))
+    init = coordinator.ask(
+        INIT_PRODUCER_ID,
+        4,
+        {"transactional_id": "wire", "transaction_timeout": 60_000, "producer_id": -1, "producer_epoch": -1},
+    )
+    assert init.error_code == ErrorCode.none
+    pid, epoch = int(init.producer_id), int(init.producer_epoch)
+    add = coordinator.ask(
+        ADD_PARTITIONS,
+        3,
+        {
+            "v3_and_below_transactional_id": "wire",
+            "v3_and_below_producer_id": pid,
+            "v3_and_below_producer_epoch": epoch,
+            "v3_and_below_topics": [{"name": "orders", "partitions": (0,)}],
+        },
+    )
+    assert add.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code == ErrorCode.none
+    leader = WireClient(cluster, 1)
+    (part,) = leader.ask(PRODUCE, 9, txn_produce(pid, epoch, 0, b"x", b"y")).responses[0].partition_responses
+    assert part.error_code == ErrorCode.none
+    end = coordinator.ask(
+        END_TXN,
+        3,
+        {"transactional_id": "wire", "producer_id": pid, "producer_epoch": epoch, "committed": False},
+    )
+    assert end.error_code == ErrorCode.none
+    again = coordinator.ask(  # commit after an abort: Kafka's INVALID_TXN_STATE
+        END_TXN,
+        3,
+        {"transactional_id": "wire", "producer_id": pid, "producer_epoch": epoch, "committed": True},
+    )
+    assert again.error_code in (ErrorCode.invalid_txn_state, ErrorCode.concurrent_transactions)
+    cluster.run_for(1000)
+    fetch = leader.ask(
+        FETCH,
+        12,
+        {
+            "replica_id": -1,
+            "max_wait": 0,
+            "min_bytes": 1,
+            "max_bytes": 1 << 20,
+            "isolation_level": 1,
+            "session_id": 0,
+            "session_epoch": -1,
+            "topics": [
+                {
+                    "topic": "orders",
+                    "partitions": [
+                        {
+                            "partition": 0,
+                            "fetch_offset": 0,
+                            "partition_max_bytes": 1 << 20,
+                            "log_start_offset": -1,
+                        }
+                    ],
+                }
+            ],
+            "forgotten_topics_data": (),
+            "rack_id": "",
+        },
+    )
+    data = fetch.responses[0].partitions[0]
+    assert (data.high_watermark, data.last_stable_offset) == (3, 3)  # two records and the abort marker
+    assert [(t.producer_id, t.first_offset) for t in data.aborted_transactions] == [(pid, 0)]
+    described = coordinator.ask(DESCRIBE_TXNS, 0, {"transactional_ids": ("wire",)})
+    (state,) = described.transaction_states
+    assert (state.transaction_state, state.producer_id) == ("CompleteAbort", pid)
+    listed = coordinator.ask(LIST_TXNS, 0, {"state_filters": (), "producer_id_filters": ()})
+    assert [t.transactional_id for t in listed.transaction_states] == ["wire"]

@@ -21,10 +21,12 @@ from __future__ import annotations
 import shutil
 import struct
 from bisect import bisect_right
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from lab.engine.control_records import Marker, NotAMarker, decode_marker, encode_marker
 from lab.engine.errors import (
     CorruptRecord,
     IllegalArgument,
@@ -39,7 +41,9 @@ from lab.engine.records import (
     CONTROL_MASK,
     LOG_OVERHEAD,
     MAGIC_POS,
+    NO_SEQUENCE,
     NO_TIMESTAMP,
+    TRANSACTIONAL_MASK,
     Record,
     check_batch,
     decode_records,
@@ -63,7 +67,9 @@ from lab.engine.storage.segment import (
     filename_prefix,
     offset_from_filename,
 )
+from lab.engine.storage.txn_index import TXN_INDEX_SUFFIX, AbortedTxn
 
+MARKERS_KEPT = 64
 EARLIEST_TIMESTAMP = -2  # ListOffsets' special timestamps
 LATEST_TIMESTAMP = -1
 # baseOffset, batchLength, partitionLeaderEpoch: the prefix a leader rewrites, up to the magic byte.
@@ -224,6 +230,9 @@ class PartitionLog:
         self._last_append: _LastAppend | None = None
         self._segments[-1].open_handle()
         self._producer_state = ProducerStateManager(directory, directory.name)
+        # The last markers this replica wrote or read (offset, commit?, producer id), for the pictures:
+        # since the log was opened, at most MARKERS_KEPT.
+        self.recent_markers: deque[tuple[int, bool, int]] = deque(maxlen=MARKERS_KEPT)
 
     # --- opening and recovery -----------------------------------------------------------------------
 
@@ -332,15 +341,79 @@ class PartitionLog:
         return self._producer_state
 
     def _load_producer_state(self) -> None:
-        """Kafka's loadProducerState: the latest snapshot at or below the log end, then the batches after it."""
+        """Kafka's loadProducerState: the latest snapshot at or below the log end, then the batches after it.
+
+        The replay rebuilds the aborted-transaction index from ``start`` on too: the entries of
+        markers it will see again are dropped first, then written back as it meets them.
+        """
         state = self._producer_state
         start = state.reload(self._log_start_offset, self.log_end_offset)
         for segment in self._segments:
+            if segment.next_offset > start:
+                segment.txn_index.truncate_to(start)
+        for segment in self._segments:
             if segment.next_offset <= start or segment.size == 0:
                 continue
-            for fields in segment.headers_from(start):
-                if not fields[5] & CONTROL_MASK:
+            for fields, view in segment.batches_from(start):
+                if fields[0] + fields[6] < start:
+                    continue
+                if fields[5] & CONTROL_MASK:
+                    self._learn_marker(fields, view, segment)
+                else:
                     state.update(fields)
+
+    def _learn_marker(self, fields: tuple[int, ...], batch: bytes | memoryview, segment: LogSegment) -> None:
+        try:
+            marker = decode_marker(fields, batch)
+        except NotAMarker:
+            return  # not a marker Kafka writes: nothing to learn
+        aborted = self._producer_state.complete_txn(marker, fields[0])
+        self.recent_markers.append((fields[0], marker.commit, marker.producer_id))
+        if aborted is not None:
+            segment.txn_index.append(aborted)
+
+    # --- transactions ---------------------------------------------------------------------------------
+
+    def append_marker(self, marker: Marker, *, leader_epoch: int, now_ms: int) -> AppendInfo:
+        """Write a commit or abort marker at the log end (the leader's side of WriteTxnMarkers)."""
+        self._check_open()
+        self._producer_state.check_marker(marker)
+        offset = self.log_end_offset
+        batch = encode_marker(
+            marker, base_offset=offset, timestamp_ms=now_ms, partition_leader_epoch=leader_epoch
+        )
+        self._maybe_roll(len(batch), now_ms, offset, offset, now_ms)
+        segment = self._segments[-1]
+        segment.append([batch], [(len(batch), offset, now_ms)])
+        self._epoch_cache.assign(leader_epoch, offset)
+        aborted = self._producer_state.complete_txn(marker, offset)
+        self.recent_markers.append((offset, marker.commit, marker.producer_id))
+        if aborted is not None:
+            segment.txn_index.append(aborted)
+        return AppendInfo(
+            first_offset=offset,
+            last_offset=offset,
+            max_timestamp=now_ms,
+            offset_of_max_timestamp=offset,
+            record_count=1,
+            batch_count=1,
+            size_in_bytes=len(batch),
+        )
+
+    def first_unstable_offset(self, high_watermark: int) -> int | None:
+        return self._producer_state.first_unstable_offset(high_watermark)
+
+    def collect_aborted_transactions(self, fetch_offset: int, upper_bound: int) -> list[AbortedTxn]:
+        """Kafka's collectAbortedTransactions: from the segment holding ``fetch_offset`` on."""
+        out: list[AbortedTxn] = []
+        first = max(0, bisect_right(self._bases, fetch_offset) - 1)
+        for segment in self._segments[first:]:
+            out += segment.txn_index.collect(fetch_offset, upper_bound)
+        return out
+
+    def aborted_transactions(self) -> list[AbortedTxn]:
+        """Every entry of every segment's ``.txnindex`` (for the pictures and tests)."""
+        return [txn for segment in self._segments for txn in segment.txn_index.entries]
 
     def __repr__(self) -> str:
         return (
@@ -424,9 +497,16 @@ class PartitionLog:
         if idempotent:
             for index, fields in idempotent:
                 last = batch_infos[index][1]
-                pending[fields[9]].add_batch(
-                    fields[10], increment_sequence(fields[11], fields[6]), last, fields[6], fields[8]
-                )
+                if fields[11] == NO_SEQUENCE:
+                    pending[fields[9]].add_unsequenced(fields[10], fields[8])
+                else:
+                    pending[fields[9]].add_batch(
+                        fields[10], increment_sequence(fields[11], fields[6]), last, fields[6], fields[8]
+                    )
+                if fields[5] & TRANSACTIONAL_MASK:
+                    entry = pending[fields[9]]
+                    if entry.current_txn_first_offset is None:
+                        entry.current_txn_first_offset = last - fields[6]
             self._producer_state.commit(pending)
         return AppendInfo(
             first_offset=first_offset,
@@ -482,7 +562,7 @@ class PartitionLog:
         total = len(view)
         batch_infos: list[tuple[int, int, int]] = []
         epochs: list[tuple[int, int]] = []
-        producers: list[tuple[int, ...]] = []  # idempotent batches' header fields
+        producers: list[tuple[int, ...]] = []  # idempotent and control batches' header fields, and position
         pos = 0
         previous_last = self.log_end_offset - 1
         record_count = 0
@@ -506,8 +586,8 @@ class PartitionLog:
             batch_infos.append((size, last, fields[8]))
             if fields[2] >= 0:
                 epochs.append((fields[2], base))
-            if fields[9] >= 0 and not fields[5] & CONTROL_MASK:
-                producers.append(fields)
+            if fields[9] >= 0:
+                producers.append((*fields, pos))
             if fields[8] > max_timestamp:
                 max_timestamp, offset_of_max = fields[8], last
             record_count += fields[12]
@@ -523,7 +603,11 @@ class PartitionLog:
         for epoch, start in epochs:
             self._epoch_cache.assign(epoch, start)
         for fields in producers:
-            self._producer_state.update(fields)
+            if fields[5] & CONTROL_MASK:
+                at = fields[13]  # where the batch sits in what was appended
+                self._learn_marker(fields, view[at : at + fields[1] + LOG_OVERHEAD], self._segments[-1])
+            else:
+                self._producer_state.update(fields)
         return AppendInfo(
             first_offset=first,
             last_offset=previous_last,
@@ -924,7 +1008,10 @@ class PartitionLog:
         latest: dict[bytes, int] = {}
         for segment in dirty:
             for _slot, batch in segment.batches():
-                if read_header(batch).is_control:
+                header = read_header(batch)
+                # Transactional records are kept whole and never supersede others: an aborted one
+                # must not take the place of a committed record with its key.
+                if header.is_control or header.is_transactional:
                     continue
                 for record in decode_records(batch):
                     if record.key is not None:
@@ -1011,7 +1098,7 @@ class PartitionLog:
         for segment in group:
             for _slot, batch in segment.batches():
                 header = read_header(batch)
-                if header.is_control:
+                if header.is_control or header.is_transactional:
                     cleaned.append([batch], [(len(batch), header.last_offset, header.max_timestamp)])
                     continue
                 records = decode_records(batch)
@@ -1049,6 +1136,9 @@ class PartitionLog:
                     )
                     max_timestamp = max(r.timestamp for r in kept)
                 cleaned.append([out], [(len(out), header.last_offset, max_timestamp)])
+        for segment in group:  # the aborted transactions whose markers the group holds stay indexed
+            for txn in segment.txn_index.entries:
+                cleaned.txn_index.append(txn)
         cleaned.on_become_inactive()
         counters.segments_written += 1
         counters.bytes_written += cleaned.size
@@ -1141,7 +1231,11 @@ def _load_segments(
     )
     for name in names:
         base = offset_from_filename(name)
-        if base is not None and name.endswith((INDEX_SUFFIX, TIME_INDEX_SUFFIX)) and base not in bases:
+        if (
+            base is not None
+            and name.endswith((INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX))
+            and base not in bases
+        ):
             (directory / name).unlink()  # an index without its log
     segments: list[LogSegment] = []
     # Recovery starts at the segment holding the recovery point: it and all later ones may be torn.
@@ -1226,5 +1320,5 @@ def _complete_swaps(directory: Path, config: LogConfig, now_ms: int) -> None:
 
 def _delete_segment_files(directory: Path, base_offset: int) -> None:
     prefix = filename_prefix(base_offset)
-    for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+    for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
         (directory / f"{prefix}{suffix}").unlink(missing_ok=True)

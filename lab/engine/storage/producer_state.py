@@ -26,8 +26,10 @@ from pathlib import Path
 
 import crc32c
 
-from lab.engine.errors import InvalidProducerEpoch, OutOfOrderSequenceNumber
-from lab.engine.records import NO_PRODUCER_EPOCH, NO_SEQUENCE, NO_TIMESTAMP
+from lab.engine.control_records import Marker
+from lab.engine.errors import InvalidProducerEpoch, OutOfOrderSequenceNumber, TransactionCoordinatorFenced
+from lab.engine.records import NO_PRODUCER_EPOCH, NO_SEQUENCE, NO_TIMESTAMP, TRANSACTIONAL_MASK
+from lab.engine.storage.txn_index import AbortedTxn
 
 SNAPSHOT_SUFFIX = ".snapshot"
 SNAPSHOT_VERSION = 1
@@ -103,6 +105,13 @@ class ProducerStateEntry:
             current_txn_first_offset=self.current_txn_first_offset,
         )
 
+    def add_unsequenced(self, epoch: int, timestamp: int) -> None:
+        """A batch without a sequence (a coordinator's transactional append): only its epoch counts."""
+        if epoch != self.producer_epoch:
+            self.producer_epoch = epoch
+            self.batches.clear()
+        self.last_timestamp = timestamp
+
     def find_duplicate(self, epoch: int, first_seq: int, last_seq: int) -> BatchMetadata | None:
         if epoch != self.producer_epoch:
             return None
@@ -138,6 +147,7 @@ class ProducerView:
     last_sequence: int
     last_offset: int
     batches: int
+    current_txn_first_offset: int | None  # its open transaction's first offset here, if any
 
 
 def snapshot_path(directory: Path, offset: int) -> Path:
@@ -212,13 +222,28 @@ def decode_snapshot(data: bytes) -> list[ProducerStateEntry]:
     return entries
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CompletedTxn:
+    """A transaction whose marker is written (Kafka's CompletedTxn): first data offset to marker offset."""
+
+    producer_id: int
+    first_offset: int
+    last_offset: int
+    aborted: bool
+
+
 class ProducerStateManager:
-    """Every producer of one partition replica, and its snapshot files."""
+    """Every producer of one partition replica, its open transactions, and its snapshot files."""
 
     def __init__(self, directory: Path, name: str) -> None:
         self.directory = directory
         self.name = name  # <topic>-<partition>, for messages
         self.producers: dict[int, ProducerStateEntry] = {}
+        # Open transactions: producer id -> the offset of its first record in the transaction.
+        self.ongoing: dict[int, int] = {}
+        # Completed transactions whose marker may still be above the high watermark: the LSO waits
+        # for the marker to be replicated, as Kafka's unreplicatedTxns.
+        self.unreplicated: list[CompletedTxn] = []
 
     # --- the leader's checks (Kafka's ProducerAppendInfo, origin client) ------------------------
 
@@ -241,6 +266,15 @@ class ProducerStateManager:
             current = self.producers.get(producer_id)
             entry = current.copy() if current is not None else ProducerStateEntry(producer_id=producer_id)
             pending[producer_id] = entry
+        if first_seq == NO_SEQUENCE:
+            # A coordinator's transactional append (TxnOffsetCommit): its epoch is checked, never a
+            # sequence (Kafka checks sequences of clients' appends only).
+            if epoch < entry.producer_epoch:
+                raise InvalidProducerEpoch(
+                    f"Epoch of producer {producer_id} at offset {offset} in {self.name} is {epoch}, "
+                    f"which is smaller than the last seen epoch {entry.producer_epoch}"
+                )
+            return None
         last_seq = increment_sequence(first_seq, offset_delta)
         duplicate = entry.find_duplicate(epoch, first_seq, last_seq)
         if duplicate is not None:
@@ -268,6 +302,64 @@ class ProducerStateManager:
 
     def commit(self, pending: dict[int, ProducerStateEntry]) -> None:
         self.producers.update(pending)
+        for pid, entry in pending.items():
+            if entry.current_txn_first_offset is not None:
+                self.ongoing[pid] = entry.current_txn_first_offset
+
+    # --- transactions (Kafka's ProducerStateManager: ongoing transactions, the LSO) ---------------
+
+    def check_marker(self, marker: Marker) -> None:
+        """The leader's checks before it writes a marker (Kafka's appendEndTxnMarker)."""
+        entry = self.producers.get(marker.producer_id)
+        if entry is None:
+            return
+        if marker.producer_epoch < entry.producer_epoch:
+            raise InvalidProducerEpoch(
+                f"{self.name}: the marker for producer {marker.producer_id} has epoch {marker.producer_epoch}, "
+                f"older than the last seen epoch {entry.producer_epoch}"
+            )
+        if marker.coordinator_epoch < entry.coordinator_epoch:
+            raise TransactionCoordinatorFenced(
+                f"{self.name}: the marker for producer {marker.producer_id} comes from coordinator epoch "
+                f"{marker.coordinator_epoch}, older than {entry.coordinator_epoch}"
+            )
+
+    def complete_txn(self, marker: Marker, offset: int) -> AbortedTxn | None:
+        """A marker at ``offset`` ends the producer's open transaction; an aborted one's index entry."""
+        pid = marker.producer_id
+        entry = self.producers.get(pid)
+        if entry is None:
+            entry = self.producers[pid] = ProducerStateEntry(producer_id=pid)
+        if marker.producer_epoch != entry.producer_epoch:
+            # A marker written after a fence carries the bumped epoch: the old one is refused from now on.
+            entry.producer_epoch = marker.producer_epoch
+            entry.batches.clear()
+        entry.coordinator_epoch = marker.coordinator_epoch
+        first = entry.current_txn_first_offset
+        entry.current_txn_first_offset = None
+        self.ongoing.pop(pid, None)
+        if first is None:
+            return None  # a marker for a transaction that wrote nothing here (or was aborted before)
+        self.unreplicated.append(
+            CompletedTxn(producer_id=pid, first_offset=first, last_offset=offset, aborted=not marker.commit)
+        )
+        if marker.commit:
+            return None
+        others = [o for o in self.ongoing.values() if o < offset]
+        return AbortedTxn(
+            producer_id=pid,
+            first_offset=first,
+            last_offset=offset,
+            last_stable_offset=min(others) if others else offset + 1,
+        )
+
+    def first_unstable_offset(self, high_watermark: int) -> int | None:
+        """The first offset of a transaction not yet decided below ``high_watermark`` (None: none)."""
+        if self.unreplicated:
+            self.unreplicated = [t for t in self.unreplicated if t.last_offset >= high_watermark]
+        firsts = list(self.ongoing.values())
+        firsts += [t.first_offset for t in self.unreplicated]
+        return min(firsts) if firsts else None
 
     # --- every replica: learning from appended batches --------------------------------------------
 
@@ -280,9 +372,15 @@ class ProducerStateManager:
         if entry is None:
             entry = self.producers[producer_id] = ProducerStateEntry(producer_id=producer_id)
         delta = fields[6]
-        entry.add_batch(
-            fields[10], increment_sequence(fields[11], delta), fields[0] + delta, delta, fields[8]
-        )
+        if fields[11] == NO_SEQUENCE:
+            entry.add_unsequenced(fields[10], fields[8])
+        else:
+            entry.add_batch(
+                fields[10], increment_sequence(fields[11], delta), fields[0] + delta, delta, fields[8]
+            )
+        if fields[5] & TRANSACTIONAL_MASK and entry.current_txn_first_offset is None:
+            entry.current_txn_first_offset = fields[0]
+            self.ongoing[producer_id] = fields[0]
 
     # --- snapshots ------------------------------------------------------------------------------------
 
@@ -310,8 +408,18 @@ class ProducerStateManager:
                 path.unlink(missing_ok=True)  # as Kafka: a bad snapshot is deleted and an older one tried
                 continue
             self.producers = {e.producer_id: e for e in entries}
+            self._reset_transactions()
             return offset
+        self._reset_transactions()
         return log_start_offset
+
+    def _reset_transactions(self) -> None:
+        self.ongoing = {
+            e.producer_id: e.current_txn_first_offset
+            for e in self.producers.values()
+            if e.current_txn_first_offset is not None
+        }
+        self.unreplicated = []
 
     def delete_snapshots_below(self, offset: int) -> None:
         for snap in snapshot_offsets(self.directory):
@@ -321,6 +429,7 @@ class ProducerStateManager:
     def clear(self) -> None:
         """Start empty (the log was emptied): no producer, no snapshot."""
         self.producers = {}
+        self._reset_transactions()
         self.delete_snapshots_below(2**63 - 1)
 
     def views(self) -> list[ProducerView]:
@@ -332,6 +441,7 @@ class ProducerStateManager:
                 last_sequence=e.last_seq,
                 last_offset=e.last_offset,
                 batches=len(e.batches),
+                current_txn_first_offset=e.current_txn_first_offset,
             )
             for e in sorted(self.producers.values(), key=lambda e: e.producer_id)
         ]

@@ -26,6 +26,7 @@ from lab.engine.records import (
     decode_records,
 )
 from lab.engine.storage.index import CorruptIndex, OffsetIndex, TimeIndex
+from lab.engine.storage.txn_index import TXN_INDEX_SUFFIX, TransactionIndex
 
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
@@ -101,6 +102,8 @@ class LogSegment:
         self.time_index = TimeIndex(
             self.dir / f"{prefix}{TIME_INDEX_SUFFIX}{suffix}", base_offset, max_index_size
         )
+        # The aborted transactions whose abort markers are in this segment (Kafka's txnIndex).
+        self.txn_index = TransactionIndex(self.dir / f"{prefix}{TXN_INDEX_SUFFIX}{suffix}")
         self.size = 0
         self.next_offset = base_offset
         self.max_timestamp = NO_TIMESTAMP
@@ -202,12 +205,14 @@ class LogSegment:
         self.log_path.unlink(missing_ok=True)
         self.offset_index.delete()
         self.time_index.delete()
+        self.txn_index.delete()
 
     def change_suffix(self, suffix: str) -> None:
         """Rename the three files (indexes first: the .log's name is what recovery trusts)."""
         prefix = filename_prefix(self.base_offset)
         self.offset_index.rename(self.dir / f"{prefix}{INDEX_SUFFIX}{suffix}")
         self.time_index.rename(self.dir / f"{prefix}{TIME_INDEX_SUFFIX}{suffix}")
+        self.txn_index.rename(self.dir / f"{prefix}{TXN_INDEX_SUFFIX}{suffix}")
         new_log = self.dir / f"{prefix}{LOG_SUFFIX}{suffix}"
         os.replace(self.log_path, new_log)
         self.log_path = new_log
@@ -416,6 +421,15 @@ class LogSegment:
         for slot, _fields, view in self._scan(0, validate=validate):
             yield slot, bytes(view)
 
+    def batches_from(self, offset: int) -> Iterator[tuple[tuple[int, ...], memoryview]]:
+        """Header fields and bytes (valid until the next step) of every batch from the one holding
+        ``offset`` on (the producer state's replay, which reads control batches' markers)."""
+        slot = self.translate_offset(offset)
+        if slot is None:
+            return
+        for _slot, fields, view in self._scan(slot.position, validate=False):
+            yield fields, view
+
     def headers_from(self, offset: int) -> Iterator[tuple[int, ...]]:
         """The header fields of every batch from the one holding ``offset`` on (producer state's replay)."""
         slot = self.translate_offset(offset)
@@ -514,6 +528,7 @@ class LogSegment:
         os.ftruncate(self._fd, slot.position)
         self.offset_index.truncate_to(offset)
         self.time_index.truncate_to(offset)
+        self.txn_index.truncate_to(offset)
         self.size = slot.position
         # Recompute what the cut batches may have changed: from the last index entry that is left.
         entries = self.offset_index.entries()
