@@ -131,6 +131,10 @@ class TopicAdmin:
             return found
         return session
 
+    async def acls(self) -> AclStore:
+        """The ACLs in ZooKeeper, as kafka-acls.sh reaches them with --authorizer-properties."""
+        return AclStore(await self._zk())
+
     async def live_brokers(self) -> list[BrokerId]:
         children = await (await self._zk()).get_children(paths.BROKER_IDS)
         return sorted(int(c) for c in children if c.isdigit())

@@ -232,6 +232,7 @@ def clients_view(cluster: Cluster) -> list[dict[str, Any]]:
                     "acked": client.acked,
                     "failed": client.failed,
                     "retried": client.retried,
+                    "principal": client.principal,
                 }
             )
         else:
@@ -241,6 +242,7 @@ def clients_view(cluster: Cluster) -> list[dict[str, Any]]:
                 "state": "closed" if client.closed else "running",
                 "assignment": [[tp.topic, tp.partition] for tp in client.assignment()],
                 "consumed": client.consumed,
+                "principal": client.principal,
             }
             if isinstance(client, GroupConsumer):
                 view.update(group=client.group_id, member_id=client.member_id, member_state=client.state)

@@ -55,6 +55,7 @@ class ClientSpec:
     processing_ms: int = 50
     acks: str = "all"
     session_timeout_ms: int = 0  # a consumer's session.timeout.ms; 0: the lab's default (Kafka's is 45 s)
+    principal: str = ""  # who its requests come from (User:alice); "": the lab's super user, User:admin
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -66,6 +67,7 @@ class ClientSpec:
             "processing_ms": self.processing_ms,
             "acks": self.acks,
             "session_timeout_ms": self.session_timeout_ms,
+            **({"principal": self.principal} if self.principal else {}),
         }
 
     @classmethod
@@ -79,16 +81,18 @@ class ClientSpec:
             processing_ms=int(data.get("processing_ms", 50)),
             acks=str(data.get("acks", "all")),
             session_timeout_ms=int(data.get("session_timeout_ms", 0)),
+            principal=str(data.get("principal") or ""),
         )
 
     def start(self, cluster: Cluster) -> str:
         """Add this simulated client to ``cluster``; its name (given, or the one the cluster chose)."""
         name = self.name or None
+        principal = self.principal or None
         if self.kind not in ("producer", "consumer"):
             raise IllegalArgument(f"a simulated client is a producer or a consumer, not {self.kind!r}")
         if self.kind == "producer":
             return cluster.simulated_producer(
-                self.topics[0], rate_per_s=self.rate_per_s, acks=self.acks, name=name
+                self.topics[0], rate_per_s=self.rate_per_s, acks=self.acks, name=name, principal=principal
             ).name
         config: dict[str, object] = {}
         if self.session_timeout_ms:
@@ -96,7 +100,12 @@ class ClientSpec:
             config["session_timeout_ms"] = str(self.session_timeout_ms)
             config["heartbeat_interval_ms"] = str(max(1, self.session_timeout_ms // 3))
         return cluster.simulated_consumer(
-            self.group, list(self.topics), processing_ms=self.processing_ms, name=name, **config
+            self.group,
+            list(self.topics),
+            processing_ms=self.processing_ms,
+            name=name,
+            principal=principal,
+            **config,
         ).name
 
 

@@ -504,6 +504,7 @@ class ScenarioRun:
             keys=a.get("keys", 10) or None,
             acks=a.get("acks", "all"),
             name=a.get("name"),
+            principal=a.get("principal"),
         )
 
     def _do_stop_producer(self, step: Step) -> None:
@@ -526,7 +527,12 @@ class ScenarioRun:
             if key in a:
                 config[key] = a[key]
         self.cluster.simulated_consumer(
-            a["group"], a["topics"], processing_ms=a.get("processing_ms", 10), name=a.get("name"), **config
+            a["group"],
+            a["topics"],
+            processing_ms=a.get("processing_ms", 10),
+            name=a.get("name"),
+            principal=a.get("principal"),
+            **config,
         )
 
     def _sim(self, name: str) -> Any:

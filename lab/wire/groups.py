@@ -210,7 +210,7 @@ async def offset_fetch(conn: Connection, request: Request) -> Any:
                 "committed_offset": answer.offsets.get(tp, -1),
                 "committed_leader_epoch": -1,
                 "metadata": "",
-                "error_code": None,
+                "error_code": answer.errors.get(tp),
             }
         )
     return make(
