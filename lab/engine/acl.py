@@ -16,6 +16,7 @@ change is announced by a sequential node under ``/kafka-acl-changes`` ("Topic:or
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import Enum
@@ -177,7 +178,9 @@ def named(kind: type[E], text: str) -> E:
         if wanted in (member.name.replace("_", "").lower(), str(member.value).lower()):
             return member
     choices = ", ".join(str(m.value) for m in kind)
-    raise InvalidRequest(f"{text!r} is not a {kind.__name__}; one of: {choices}")
+    what = re.sub(r"(?<!^)(?=[A-Z])", " ", kind.__name__).lower()  # ResourceType: "resource type"
+    article = "an" if what[0] in "aeiou" else "a"
+    raise InvalidRequest(f"{text!r} is not {article} {what}; one of: {choices}")
 
 
 class Match(Enum):

@@ -1,0 +1,109 @@
+"""ACL commands (the API's and the topic admin's): add, list with "who may do what", delete; bad input
+refused where it arrives, and nothing changed."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from lab.engine.errors import IllegalArgument
+from lab.runtime.live import LiveLab
+from lab.runtime.spec import TopicSpec
+from tests.walltime import FakeWall, still_lab, until_done
+
+AUTHORIZER = {
+    "zookeeper.session.timeout.ms": "1500",
+    "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
+}
+ORDERS = (TopicSpec(name="orders", partitions=1, replication_factor=3),)
+ALICE = {"name": "orders", "principal": "User:alice", "operation": "write"}
+
+
+@pytest.fixture
+def lab(tmp_path: Path) -> Iterator[tuple[LiveLab, FakeWall]]:
+    made = still_lab(tmp_path, "acls", topics=ORDERS, config=AUTHORIZER)
+    yield made
+    made[0].stop()
+
+
+def test_an_acl_is_added_listed_with_who_may_do_what_and_deleted(lab: tuple[LiveLab, FakeWall]) -> None:
+    live, wall = lab
+    added = until_done(live, wall, live.act("acl-create", ALICE))
+    assert added["message"] == "ACL added: ALLOW User:alice Write from * on Topic:orders."
+    prefixed = {
+        "name": "ord",
+        "pattern": "prefixed",
+        "principal": "User:bob",
+        "operation": "read",
+        "permission": "deny",
+    }
+    until_done(live, wall, live.act("acl-create", prefixed))
+    until_done(
+        live, wall, live.act("acl-create", {"name": "other", "principal": "User:carol", "operation": "read"})
+    )
+    listed = until_done(live, wall, live.act("acls", {"topic": "orders"}))
+    assert [a["text"] for a in listed["acls"]] == [
+        "ALLOW User:alice Write from * on Topic:orders",
+        "DENY User:bob Read from * on Topic:ord (prefixed)",
+    ]
+    assert listed["enforced"] is True
+    who = {w["principal"]: w["may"] for w in listed["who_may"]}
+    assert who["User:alice"]["Write"] is True
+    assert who["User:alice"]["Describe"] is True  # implied by WRITE
+    assert who["User:alice"]["Read"] is False
+    assert who["User:bob"]["Read"] is False
+    assert who["User:admin"]["Delete"] is True  # a super user
+    assert "User:carol" not in who  # her ACL is on another topic
+    why = {w["principal"]: w["why"] for w in listed["who_may"]}
+    assert why["User:bob"]["Read"].startswith("DENY User:bob Read from * on Topic:ord (prefixed) denies")
+    gone = until_done(live, wall, live.act("acl-delete", ALICE))
+    assert gone["message"] == "ACL deleted: ALLOW User:alice Write from * on Topic:orders."
+    again = until_done(live, wall, live.act("acl-delete", ALICE))
+    assert again["message"].startswith("No such ACL")
+    listed = until_done(live, wall, live.act("acls", {"topic": "orders"}))
+    assert [a["principal"] for a in listed["acls"]] == ["User:bob"]
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        ({**ALICE, "operation": "fly"}, "'fly' is not an operation; one of: All, Read, Write"),
+        ({**ALICE, "principal": "alice"}, "a principal is written Type:name"),
+        (
+            {**ALICE, "resource_type": "group", "operation": "write"},
+            "Write is not a valid operation for resource type Group",
+        ),
+        ({**ALICE, "host": "example.com"}, "a host is an IP address or *"),
+        ({**ALICE, "pattern": "prefixed", "name": "*"}, "a prefixed pattern cannot be the wildcard"),
+        (
+            {**ALICE, "resource_type": "cluster", "operation": "alter"},
+            "the Cluster resource is named 'kafka-cluster'",
+        ),
+        ({**ALICE, "resource_type": "DelegationToken", "operation": "describe"}, "the lab keeps ACLs on"),
+        ({"principal": "User:alice", "operation": "write"}, "name is required"),
+    ],
+)
+def test_bad_input_is_refused_where_it_arrives_and_nothing_is_written(
+    lab: tuple[LiveLab, FakeWall], args: dict[str, str], said: str
+) -> None:
+    live, wall = lab
+    future = live.act("acl-create", args)
+    assert future.done()
+    error = future.exception()
+    assert isinstance(error, IllegalArgument)
+    assert said in error.message
+    assert until_done(live, wall, live.act("acls", {}))["acls"] == []
+
+
+def test_without_an_authorizer_acls_are_kept_and_the_answer_says_nobody_enforces_them(tmp_path: Path) -> None:
+    live, wall = still_lab(tmp_path, "plain", topics=ORDERS)
+    try:
+        added = until_done(live, wall, live.act("acl-create", ALICE))
+        assert "not enforced: the brokers have no authorizer" in added["message"]
+        listed = until_done(live, wall, live.act("acls", {"topic": "orders"}))
+        assert listed["enforced"] is False
+        assert "authorizer.class.name is empty" in listed["note"]
+    finally:
+        live.stop()
