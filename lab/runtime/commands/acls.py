@@ -23,7 +23,7 @@ from lab.engine.acl import (
     parse_binding,
     who_may,
 )
-from lab.engine.errors import IllegalArgument, InvalidRequest
+from lab.engine.errors import InvalidRequest
 from lab.runtime.actions import Act, _text, in_flight, register, register_read
 
 if TYPE_CHECKING:
@@ -48,23 +48,21 @@ def as_json(binding: AclBinding) -> dict[str, str]:
 
 
 def _binding(p: Mapping[str, Any]) -> AclBinding:
-    """The ACL the arguments name, checked as Kafka checks one; IllegalArgument naming what is wrong."""
+    """The ACL the arguments name, checked as Kafka checks one: INVALID_REQUEST naming what is wrong
+    (IllegalArgument for a text beyond the lab's limits)."""
     kind = _text(p, "resource_type", limits.ACL_RESOURCE, required=False) or "Topic"
     name = _text(p, "name", limits.ACL_RESOURCE)
-    try:
-        binding = parse_binding(
-            resource_type=kind,
-            name=name,
-            pattern=_text(p, "pattern", limits.ACL_RESOURCE, required=False) or "literal",
-            principal=_text(p, "principal", limits.PRINCIPAL),
-            host=_text(p, "host", limits.ACL_HOST, required=False) or "*",
-            operation=_text(p, "operation", limits.ACL_RESOURCE),
-            permission=_text(p, "permission", limits.ACL_RESOURCE, required=False) or "allow",
-        )
-    except InvalidRequest as error:
-        raise IllegalArgument(error.message) from None
+    binding = parse_binding(
+        resource_type=kind,
+        name=name,
+        pattern=_text(p, "pattern", limits.ACL_RESOURCE, required=False) or "literal",
+        principal=_text(p, "principal", limits.PRINCIPAL),
+        host=_text(p, "host", limits.ACL_HOST, required=False) or "*",
+        operation=_text(p, "operation", limits.ACL_RESOURCE),
+        permission=_text(p, "permission", limits.ACL_RESOURCE, required=False) or "allow",
+    )
     if binding.resource.type.value not in RESOURCE_TYPES:
-        raise IllegalArgument(f"the lab keeps ACLs on {', '.join(RESOURCE_TYPES)}, not {kind!r}")
+        raise InvalidRequest(f"the lab keeps ACLs on {', '.join(RESOURCE_TYPES)}, not {kind!r}")
     return binding
 
 

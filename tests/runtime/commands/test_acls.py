@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from lab.engine.errors import IllegalArgument
+from lab.engine.errors import IllegalArgument, InvalidRequest
 from lab.runtime.live import LiveLab
 from lab.runtime.spec import TopicSpec
 from tests.walltime import FakeWall, still_lab, until_done
@@ -92,7 +92,7 @@ def test_bad_input_is_refused_where_it_arrives_and_nothing_is_written(
     future = live.act("acl-create", args)
     assert future.done()
     error = future.exception()
-    assert isinstance(error, IllegalArgument)
+    assert isinstance(error, IllegalArgument | InvalidRequest)
     assert said in error.message
     assert until_done(live, wall, live.act("acls", {}))["acls"] == []
 
