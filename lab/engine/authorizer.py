@@ -128,10 +128,8 @@ class BrokerAuthorizer:
         self.loaded = False
         self._decider: Authorizer | None = None
         self._seen_changes: dict[str, str] = {}  # change root -> the last change node read
-
-    @property
-    def enabled(self) -> bool:
-        return bool(self.broker.config.values.get("authorizer.class.name"))
+        # Asked before every request: read once (a broker's config does not change while it runs).
+        self.enabled = bool(broker.config.values.get("authorizer.class.name"))
 
     @property
     def decider(self) -> Authorizer:
