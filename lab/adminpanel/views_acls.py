@@ -67,6 +67,7 @@ async def add(panel: Panel, topic: str) -> HttpResponse:
     except KafkaError as error:
         form.attach(error)
         return panel.render(f"{TEMPLATE}#acl-body", await _context(panel, topic, form), status=400)
+    await panel.save_spec()
     return panel.render(f"{TEMPLATE}#acl-body", await _context(panel, topic, done=said))
 
 

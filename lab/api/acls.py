@@ -39,7 +39,7 @@ async def create_acl(request: HttpRequest, slug: str, body: AclIn) -> Any:
     """As kafka-acls.sh --add: an ACL Kafka refuses (Write on a Group, a Cluster not named
     kafka-cluster) is INVALID_REQUEST (409) and nothing is written. The brokers' authorizers read it a
     moment later."""
-    answer = await driver.act(request, slug, "acl-create", body.dict())
+    answer = await driver.act(request, slug, "acl-create", body.dict(), save=True)
     if "acl" not in answer:
         raise LabTimeout(answer["message"])
     return Status(201, answer)
@@ -48,7 +48,7 @@ async def create_acl(request: HttpRequest, slug: str, body: AclIn) -> Any:
 @router.delete("/labs/{slug}/acls", response={200: AclsDeletedOut, **ERRORS}, summary="Delete an ACL")
 async def delete_acl(request: HttpRequest, slug: str, body: AclIn) -> Any:
     """As kafka-acls.sh --remove, for exactly this ACL; ``deleted`` is empty when there was none."""
-    answer = await driver.act(request, slug, "acl-delete", body.dict())
+    answer = await driver.act(request, slug, "acl-delete", body.dict(), save=True)
     if "deleted" not in answer:
         raise LabTimeout(answer["message"])
     return answer

@@ -8,7 +8,7 @@ server stops) and a reset lab come back with them.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -124,6 +124,9 @@ class LabSpec:
     # Each broker's Kafka listener port, kept so clients find the lab at the same address after
     # a restart. Empty: the lab has no listeners.
     ports: Mapping[int, int] = field(default_factory=dict)
+    # The ACLs a person added (``commands.acls.as_json`` without its text), so a lab rebuilt from its
+    # spec (a reset, the memory store after a restart) has them again, as it has its topics.
+    acls: tuple[Mapping[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         if not BROKERS.low <= self.brokers <= BROKERS.high:
@@ -140,6 +143,7 @@ class LabSpec:
             "topics": [t.to_json() for t in self.topics],
             "clients": [c.to_json() for c in self.clients],
             "ports": {str(b): port for b, port in sorted(self.ports.items())},
+            **({"acls": [dict(a) for a in self.acls]} if self.acls else {}),
         }
 
     @classmethod
@@ -158,6 +162,7 @@ class LabSpec:
             topics=tuple(TopicSpec.from_json(t) for t in settings.get("topics") or ()),
             clients=tuple(ClientSpec.from_json(c) for c in settings.get("clients") or ()),
             ports={int(b): int(port) for b, port in (settings.get("ports") or {}).items()},
+            acls=tuple({str(k): str(v) for k, v in a.items()} for a in settings.get("acls") or ()),
         )
 
     def with_topic(self, topic: TopicSpec) -> LabSpec:
@@ -168,6 +173,12 @@ class LabSpec:
 
     def without_client(self, name: str) -> LabSpec:
         return replace(self, clients=tuple(c for c in self.clients if c.name != name))
+
+    def with_acl(self, acl: Mapping[str, str]) -> LabSpec:
+        return replace(self, acls=(*[a for a in self.acls if a != acl], dict(acl)))
+
+    def without_acls(self, gone: Sequence[Mapping[str, str]]) -> LabSpec:
+        return replace(self, acls=tuple(a for a in self.acls if a not in gone))
 
     def with_ports(self, ports: Mapping[int, int]) -> LabSpec:
         return replace(self, ports=dict(ports))

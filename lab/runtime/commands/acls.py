@@ -24,7 +24,7 @@ from lab.engine.acl import (
     who_may,
 )
 from lab.engine.errors import InvalidRequest
-from lab.runtime.actions import Act, _text, in_flight, register, register_read
+from lab.runtime.actions import Act, _text, in_flight, on_success, register, register_read
 
 if TYPE_CHECKING:
     from lab.runtime.live import LiveLab
@@ -45,6 +45,11 @@ def as_json(binding: AclBinding) -> dict[str, str]:
         "permission": e.permission.value,
         "text": str(binding),
     }
+
+
+def kept(binding: AclBinding) -> dict[str, str]:
+    """The ACL as the lab's spec keeps it."""
+    return {k: v for k, v in as_json(binding).items() if k != "text"}
 
 
 def _binding(p: Mapping[str, Any]) -> AclBinding:
@@ -121,6 +126,7 @@ def _create(p: Mapping[str, Any]) -> Act:
 
     def run(lab: LiveLab) -> Any:
         asked = lab.cluster.begin_create_acls([binding])
+        on_success(asked, lambda _: lab.update_spec(lab.spec.with_acl(kept(binding))))
 
         def answer(_: object, __: bool) -> dict[str, Any]:
             if not asked.done():
@@ -142,6 +148,7 @@ def _delete(p: Mapping[str, Any]) -> Act:
 
     def run(lab: LiveLab) -> Any:
         asked = lab.cluster.begin_delete_acls([exactly])
+        on_success(asked, lambda gone: lab.update_spec(lab.spec.without_acls([kept(b) for b in gone])))
 
         def answer(gone: list[AclBinding] | None, _: bool) -> dict[str, Any]:
             if gone is None:

@@ -11,7 +11,7 @@ import pytest
 from lab.engine.errors import IllegalArgument, InvalidRequest
 from lab.runtime.live import LiveLab
 from lab.runtime.spec import TopicSpec
-from tests.walltime import FakeWall, still_lab, until_done
+from tests.walltime import FakeWall, advance, still_lab, until_done
 
 AUTHORIZER = {
     "zookeeper.session.timeout.ms": "1500",
@@ -107,3 +107,25 @@ def test_without_an_authorizer_acls_are_kept_and_the_answer_says_nobody_enforces
         assert "authorizer.class.name is empty" in listed["note"]
     finally:
         live.stop()
+
+
+def test_a_reset_lab_comes_back_with_the_acls_a_person_added(lab: tuple[LiveLab, FakeWall]) -> None:
+    live, wall = lab
+    until_done(live, wall, live.act("acl-create", ALICE))
+    assert live.spec.acls == (
+        {
+            "resource_type": "Topic",
+            "name": "orders",
+            "pattern": "Literal",
+            "principal": "User:alice",
+            "host": "*",
+            "operation": "Write",
+            "permission": "Allow",
+        },
+    )
+    assert live.act("clock-reset", {}).result(30) == "Lab reset: a fresh cluster with fresh data."
+    advance(live, wall, 1.0)  # the spec's ACLs are written as the lab starts; ZooKeeper answers in its time
+    listed = until_done(live, wall, live.act("acls", {"topic": "orders"}))
+    assert [a["text"] for a in listed["acls"]] == ["ALLOW User:alice Write from * on Topic:orders"]
+    until_done(live, wall, live.act("acl-delete", ALICE))
+    assert live.spec.acls == ()
