@@ -9,7 +9,7 @@ aside), as a Kafka broker serves nothing before its authorizer has started.
 ``authorize(context, operation, resource_type, name)`` is the one question every request asks
 (``authorization.py`` says which, per API). A denial goes to the journal with its reason, summed up:
 one line per principal, operation and resource at once, then one line "N more" per
-``DENIAL_WINDOW_MS`` of virtual time while it keeps being denied, never a flood.
+``DENIAL_WINDOW_MS`` of virtual time while it keeps being denied (none once it stops), never a flood.
 """
 
 from __future__ import annotations
@@ -74,23 +74,33 @@ class DenialLog:
         seen = self.open.get(key)
         if seen is not None:
             seen.more += 1
+            seen.reason = reason  # the summary says the latest (an ACL may have changed meanwhile)
             return
         now = self.ctx.now_ms
         seen = self.open[key] = _Denied(now, reason, context.host, api)
-        self._record(key, seen, broker=broker, count=1)
+        self._record(key, seen, broker=broker, count=1, first=True)
         seen.timer = self.ctx.scheduler.call_later(
             DENIAL_WINDOW_MS, self._close, key, broker, label="authorizer: denials' summary"
         )
 
     def _close(self, key: DenialKey, broker: int) -> None:
-        seen = self.open.pop(key, None)
-        if seen is not None and seen.more:
-            self._record(key, seen, broker=broker, count=seen.more)
+        """The end of a window: "N more" if it went on (and another window opens), else forget it."""
+        seen = self.open.get(key)
+        if seen is None:
+            return
+        if not seen.more:
+            del self.open[key]
+            return
+        self._record(key, seen, broker=broker, count=seen.more, first=False)
+        seen.more = 0
+        seen.timer = self.ctx.scheduler.call_later(
+            DENIAL_WINDOW_MS, self._close, key, broker, label="authorizer: denials' summary"
+        )
 
-    def _record(self, key: DenialKey, seen: _Denied, *, broker: int, count: int) -> None:
+    def _record(self, key: DenialKey, seen: _Denied, *, broker: int, count: int, first: bool) -> None:
         principal, operation, kind, name = key
         what = f"{principal} {operation.value.upper()} on {kind.value}:{name}"
-        if count == 1 and seen.more == 0:
+        if first:
             text = f"denied {what} ({seen.api} from {seen.host}): {seen.reason}"
         else:
             secs = DENIAL_WINDOW_MS // 1000

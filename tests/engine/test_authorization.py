@@ -228,6 +228,14 @@ def test_denials_are_summed_up_never_a_flood(cluster: Cluster) -> None:
         "no ACL on Topic:orders; allow.everyone.if.no.acl.found=false"
     )
     assert len(lines) == 2
+    # While it goes on, one line per 5 s; once it stops, none.
+    for _ in range(3):
+        ask(cluster, "User:mallory", p.ListOffsetsRequest(partitions={TopicPartition("orders", 0): -1}))
+        cluster.run_for(5_000)
+    cluster.run_for(20_000)
+    lines = [t for t in denials(cluster) if "Topic:orders" in t]
+    assert len(lines) == 5, lines
+    assert all(" more time" in t for t in lines[1:])
 
 
 def test_deleting_an_acl_takes_the_right_away(cluster: Cluster) -> None:
