@@ -129,3 +129,19 @@ def test_a_reset_lab_comes_back_with_the_acls_a_person_added(lab: tuple[LiveLab,
     assert [a["text"] for a in listed["acls"]] == ["ALLOW User:alice Write from * on Topic:orders"]
     until_done(live, wall, live.act("acl-delete", ALICE))
     assert live.spec.acls == ()
+
+
+def test_a_simulated_client_is_added_with_its_principal_and_a_bad_one_is_refused(
+    lab: tuple[LiveLab, FakeWall],
+) -> None:
+    live, wall = lab
+    said = until_done(
+        live, wall, live.act("client-producer", {"topic": "orders", "rate": 2, "principal": "User:alice"})
+    )
+    assert said.endswith("as User:alice.")
+    clients = live.submit(lambda lab: lab.cluster.snapshot()["clients"]).result(10)
+    assert [c["principal"] for c in clients] == ["User:alice"]
+    assert live.spec.clients[-1].principal == "User:alice"  # a reset brings it back as alice
+    refused = live.act("client-consumer", {"group": "g", "topics": "orders", "principal": "alice"})
+    assert refused.done()
+    assert "a principal is written Type:name" in str(refused.exception())
