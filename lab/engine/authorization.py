@@ -37,7 +37,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from lab.engine import protocol as p
-from lab.engine.acl import Operation, ResourceType
+from lab.engine.acl import CLUSTER_NAME, Operation, ResourceType
 from lab.engine.errors import (
     ClusterAuthorizationFailed,
     GroupAuthorizationFailed,
@@ -69,7 +69,7 @@ class Screen:
         self.api = env.kind
 
     def may(
-        self, operation: Operation, kind: ResourceType, name: str = "kafka-cluster", *, log: bool = True
+        self, operation: Operation, kind: ResourceType, name: str = CLUSTER_NAME, *, log: bool = True
     ) -> bool:
         return self.authz.authorize(self.env.context, operation, kind, name, api=self.api, log=log)
 
