@@ -544,3 +544,102 @@ class ResetForm(PanelForm):
                 self.add_error("time", "Give the time to reset to.")
         data["target"] = target
         return data
+
+
+# ---------------------------------------------------------------------------- ACLs
+
+
+TOPIC_OPERATIONS = (
+    "Read",
+    "Write",
+    "Create",
+    "Delete",
+    "Alter",
+    "Describe",
+    "DescribeConfigs",
+    "AlterConfigs",
+    "All",
+)
+
+
+class AclForm(PanelForm):
+    """An ACL on this topic (literal), or on every topic whose name starts with a prefix (prefixed),
+    as kafka-acls.sh --add takes one. What Kafka refuses comes back as INVALID_REQUEST, beside its field."""
+
+    principal = forms.CharField(
+        label="Principal",
+        max_length=limits.PRINCIPAL.max_length,
+        help_text="Type:name, e.g. User:alice; User:* is everyone",
+    )
+    host = forms.CharField(label="Host", max_length=limits.ACL_HOST.max_length, required=False, initial="*")
+    operation = forms.ChoiceField(label="Operation", choices=[(o, o) for o in TOPIC_OPERATIONS])
+    permission = forms.ChoiceField(
+        label="Permission", choices=[("Allow", "Allow"), ("Deny", "Deny")], initial="Allow"
+    )
+    pattern = forms.ChoiceField(
+        label="Pattern type",
+        choices=[("Literal", "Literal: this topic"), ("Prefixed", "Prefixed: every topic starting with")],
+        initial="Literal",
+    )
+    prefix = forms.CharField(label="Prefix", max_length=limits.ACL_RESOURCE.max_length, required=False)
+
+    def __init__(self, *args: Any, topic: str, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.topic = topic
+        self.fields["prefix"].initial = topic
+
+    def _checked(self, field: str, limit: limits.Text, raw: str) -> str:
+        try:
+            return limit.check(raw)
+        except KafkaError as error:
+            raise forms.ValidationError(named(error)) from None
+
+    def clean_principal(self) -> str:
+        return self._checked(
+            "principal", limits.PRINCIPAL, str(self.cleaned_data.get("principal") or "").strip()
+        )
+
+    def clean_host(self) -> str:
+        return self._checked("host", limits.ACL_HOST, str(self.cleaned_data.get("host") or "").strip() or "*")
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        if data.get("pattern") == "Prefixed":
+            prefix = str(data.get("prefix") or "").strip()
+            if not prefix:
+                self.add_error(
+                    "prefix", "A prefixed ACL needs its prefix (every topic whose name starts with it)."
+                )
+            elif not self.topic.startswith(prefix):
+                self.add_error(
+                    "prefix",
+                    f"{self.topic} does not start with {prefix!r}: this page shows {self.topic}'s ACLs.",
+                )
+            data["name"] = prefix
+        else:
+            data["name"] = self.topic
+        return data
+
+    def field_for(self, error: KafkaError) -> str | None:
+        text = error.message
+        for field, words in (
+            ("principal", "principal"),
+            ("operation", "operation"),
+            ("prefix", "prefixed"),
+            ("host", "host"),
+        ):
+            if words in text:
+                return field
+        return None
+
+    def command_args(self) -> dict[str, str]:
+        data = self.cleaned_data
+        return {
+            "resource_type": "Topic",
+            "name": data["name"],
+            "pattern": data["pattern"],
+            "principal": data["principal"],
+            "host": data["host"],
+            "operation": data["operation"],
+            "permission": data["permission"],
+        }

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from lab.adminpanel import views_groups, views_messages, views_topics
+from lab.adminpanel import views_acls, views_groups, views_messages, views_topics
 
 app_name = "adminpanel"
 
@@ -18,6 +18,9 @@ urlpatterns = [
     path("topics/<str:topic>/reassign/", views_topics.reassign, name="topic-reassign"),
     path("topics/<str:topic>/elect/", views_topics.elect, name="topic-elect"),
     path("topics/<str:topic>/delete/", views_topics.delete, name="topic-delete"),
+    path("topics/<str:topic>/acls/", views_acls.acls, name="acls"),
+    path("topics/<str:topic>/acls/add/", views_acls.add, name="acl-add"),
+    path("topics/<str:topic>/acls/delete/", views_acls.delete, name="acl-delete"),
     path("topics/<str:topic>/messages/", views_messages.messages, name="messages"),
     path("topics/<str:topic>/messages/records/", views_messages.records, name="records"),
     path("topics/<str:topic>/messages/export.<str:fmt>", views_messages.export_records, name="export"),

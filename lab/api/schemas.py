@@ -629,3 +629,77 @@ class StepOut(Schema):
 class ResultOut(RunOut):
     time_ms: int
     results: list[StepOut]
+
+
+# ----------------------------------------------------------------------------- ACLs
+
+AclResourceType = Literal["Topic", "Group", "Cluster", "TransactionalId"]
+AclOperation = Literal[
+    "All",
+    "Read",
+    "Write",
+    "Create",
+    "Delete",
+    "Alter",
+    "Describe",
+    "ClusterAction",
+    "DescribeConfigs",
+    "AlterConfigs",
+    "IdempotentWrite",
+]
+
+
+class AclIn(In):
+    """One ACL, as kafka-acls.sh writes one: Kafka's names for types, operations and permissions."""
+
+    resource_type: AclResourceType = "Topic"
+    name: text(limits.ACL_RESOURCE) = Field(  # type: ignore[valid-type]
+        description="a topic, group or transactional id (or a prefix of them); the Cluster's is kafka-cluster"
+    )
+    pattern: Literal["Literal", "Prefixed"] = "Literal"
+    principal: text(limits.PRINCIPAL) = Field(description="Type:name, e.g. User:alice; User:* is everyone")  # type: ignore[valid-type]
+    host: text(limits.ACL_HOST) = Field("*", description="an IP address, or * for every host")  # type: ignore[valid-type]
+    operation: AclOperation
+    permission: Literal["Allow", "Deny"] = "Allow"
+
+
+class AclOut(Schema):
+    resource_type: str
+    name: str
+    pattern: str
+    principal: str
+    host: str
+    operation: str
+    permission: str
+    text: str = Field(description="the ACL in words")
+
+
+class WhoMayOut(Schema):
+    principal: str
+    may: dict[str, bool] = Field(description="by operation: what the authorizer answers")
+    why: dict[str, str] = Field(description="by operation: the authorizer's reason")
+
+
+class AclsOut(Schema):
+    acls: list[AclOut]
+    enforced: bool = Field(description="whether the brokers have an authorizer (authorizer.class.name)")
+    authorizer: str
+    super_users: list[str]
+    allow_everyone_if_no_acl_found: bool
+    note: str
+    topic: str | None = None
+    operations: list[str] | None = None
+    who_may: list[WhoMayOut] | None = Field(
+        None,
+        description="with ?topic=: each principal an ACL on it names (and each super user), per operation",
+    )
+
+
+class AclCreatedOut(Schema):
+    message: str
+    acl: AclOut
+
+
+class AclsDeletedOut(Schema):
+    message: str
+    deleted: list[AclOut]

@@ -16,6 +16,7 @@ change is announced by a sequential node under ``/kafka-acl-changes`` ("Topic:or
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import Enum
@@ -99,6 +100,11 @@ PATTERN_CODES: Mapping[PatternType, int] = {PatternType.LITERAL: 3, PatternType.
 OPERATION_CODES: Mapping[Operation, int] = {o: n for n, o in enumerate(Operation, start=2)}
 PERMISSION_CODES: Mapping[Permission, int] = {Permission.DENY: 2, Permission.ALLOW: 3}
 CLUSTER_NAME = "kafka-cluster"  # the one Cluster resource's name
+ANONYMOUS = "User:ANONYMOUS"  # a PLAINTEXT connection's principal (no authentication)
+LAB_ADMIN = "User:admin"  # the lab's Python API, pages and simulated clients by default: a super user
+BROKER_PRINCIPAL = "User:broker"  # the brokers' own requests (follower fetches, the controller's)
+LAB_SUPER_USERS = f"{LAB_ADMIN};{BROKER_PRINCIPAL}"  # the lab's super.users (Kafka's default: none)
+LOCAL_HOST = "127.0.0.1"  # where the lab's own clients connect from
 WILDCARD = "*"  # a literal resource name, a principal's name or a host that matches every one
 WILDCARD_PRINCIPAL = "User:*"
 
@@ -107,6 +113,22 @@ ACL_CHANGES = "/kafka-acl-changes"
 EXTENDED_ROOT = "/kafka-acl-extended/prefixed"
 EXTENDED_CHANGES = "/kafka-acl-extended-changes"
 CHANGE_PREFIX = "acl_changes_"
+
+
+@dataclass(frozen=True, slots=True)
+class RequestContext:
+    """Who sends a request: the principal its connection authenticated as, and the client's address
+    (Kafka's RequestContext). Every request of the engine carries one."""
+
+    principal: str = LAB_ADMIN
+    host: str = LOCAL_HOST
+
+    def __str__(self) -> str:
+        return f"{self.principal} from {self.host}"
+
+
+LAB_CONTEXT = RequestContext()
+BROKER_CONTEXT = RequestContext(BROKER_PRINCIPAL)
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,7 +178,9 @@ def named(kind: type[E], text: str) -> E:
         if wanted in (member.name.replace("_", "").lower(), str(member.value).lower()):
             return member
     choices = ", ".join(str(m.value) for m in kind)
-    raise InvalidRequest(f"{text!r} is not a {kind.__name__}; one of: {choices}")
+    what = re.sub(r"(?<!^)(?=[A-Z])", " ", kind.__name__).lower()  # ResourceType: "resource type"
+    article = "an" if what[0] in "aeiou" else "a"
+    raise InvalidRequest(f"{text!r} is not {article} {what}; one of: {choices}")
 
 
 class Match(Enum):
@@ -199,6 +223,14 @@ class AclFilter:
         )
 
 
+def check_principal(principal: str) -> str:
+    """A principal as Kafka writes one, Type:name (User:alice); INVALID_REQUEST otherwise."""
+    kind, _, name = principal.partition(":")
+    if not kind.strip() or not name.strip() or principal != principal.strip():
+        raise InvalidRequest(f"a principal is written Type:name (User:alice), not {principal!r}")
+    return principal
+
+
 def check_binding(binding: AclBinding) -> AclBinding:
     """Kafka's checks before an ACL is stored (INVALID_REQUEST, nothing written)."""
     resource, entry = binding.resource, binding.entry
@@ -213,9 +245,7 @@ def check_binding(binding: AclBinding) -> AclBinding:
         raise InvalidRequest(f"the Cluster resource is named {CLUSTER_NAME!r}, not {resource.name!r}")
     if resource.pattern is PatternType.PREFIXED and resource.name == WILDCARD:
         raise InvalidRequest("a prefixed pattern cannot be the wildcard '*': use a literal '*'")
-    kind, _, name = entry.principal.partition(":")
-    if not kind or not name:
-        raise InvalidRequest(f"a principal is written Type:name (User:alice), not {entry.principal!r}")
+    check_principal(entry.principal)
     if not entry.host:
         raise InvalidRequest("a host is an address or '*', not empty")
     return binding
@@ -261,6 +291,81 @@ class Authorizer:
                 return Decision(True, f"{b} allows {what}")
         flag = f"allow.everyone.if.no.acl.found={str(self.allow_if_no_acl).lower()}"
         return Decision(False, f"no ALLOW ACL for {what}; {flag} (it applies only where no ACL exists)")
+
+    def authorize_any(
+        self, principal: str, host: str, operation: Operation, resource: ResourceType
+    ) -> Decision:
+        """KIP-679's authorizeByResourceType: may ``principal`` do ``operation`` on some resource of this
+        type? Yes for a super user; for an ALLOW (literal or prefixed) no DENY on the same operation
+        covers (a literal ``*`` DENY covers all, a DENY prefix covers what it starts); and, with
+        ``allow.everyone.if.no.acl.found``, when no ACL of that type names the operation at all."""
+        what = f"{principal} {operation.value.upper()} on any {resource.value}"
+        if principal in self.super_users:
+            return Decision(True, f"{principal} is a super user (super.users)")
+        mine = [
+            b
+            for b in self.bindings
+            if b.resource.type is resource
+            and b.entry.applies_to(principal, host)
+            and b.entry.operation in (operation, Op.ALL)
+        ]
+        denies = [b.resource for b in mine if b.entry.permission is Permission.DENY]
+        if any(r.pattern is PatternType.LITERAL and r.name == WILDCARD for r in denies):
+            return Decision(False, f"a DENY on every {resource.value} (literal *) denies {what}")
+
+        def denied(r: ResourcePattern) -> bool:
+            return any(
+                (d.pattern is PatternType.PREFIXED and r.name.startswith(d.name))
+                or (d.pattern is r.pattern and d.name == r.name)
+                for d in denies
+            )
+
+        for b in mine:
+            if b.entry.permission is Permission.ALLOW and not denied(b.resource):
+                return Decision(True, f"{b} allows {what}")
+        flag = f"allow.everyone.if.no.acl.found={str(self.allow_if_no_acl).lower()}"
+        named = [
+            b
+            for b in self.bindings
+            if b.resource.type is resource and b.entry.operation in (operation, Op.ALL)
+        ]
+        if not named and self.allow_if_no_acl:
+            return Decision(True, f"no ACL on any {resource.value} names {operation.value}; {flag}")
+        return Decision(False, f"no ALLOW ACL for {what}; {flag}")
+
+
+def who_may(
+    authorizer: Authorizer, kind: ResourceType, name: str, host: str = LOCAL_HOST
+) -> list[tuple[str, dict[Operation, Decision]]]:
+    """For each principal an ACL on ``kind:name`` names (and each super user), what the authorizer
+    answers for every operation the resource type takes: "who may do what to this topic"."""
+    principals = {
+        b.entry.principal for b in authorizer.bindings if b.resource.type is kind and b.resource.matches(name)
+    } | set(authorizer.super_users)
+    operations = sorted(SUPPORTED[kind], key=lambda o: list(Operation).index(o))
+    return [
+        (principal, {op: authorizer.authorize(principal, host, op, kind, name) for op in operations})
+        for principal in sorted(principals)
+    ]
+
+
+def parse_binding(
+    *,
+    resource_type: str,
+    name: str,
+    pattern: str = "literal",
+    principal: str,
+    host: str = WILDCARD,
+    operation: str,
+    permission: str = "allow",
+) -> AclBinding:
+    """A binding from words (a form's or the API's), checked as Kafka checks one: INVALID_REQUEST
+    naming what is wrong, and the choices, otherwise."""
+    binding = AclBinding(
+        ResourcePattern(named(ResourceType, resource_type), name, named(PatternType, pattern)),
+        AclEntry(principal, host, named(Operation, operation), named(Permission, permission)),
+    )
+    return check_binding(binding)
 
 
 # ---------------------------------------------------------------------------- Kafka's znodes

@@ -75,6 +75,8 @@ class ZkSession(Protocol):
 
     def set(self, path: str, data: bytes, version: int = -1) -> Pending[Stat]: ...
 
+    def delete(self, path: str, version: int = -1) -> Pending[None]: ...
+
     def multi(self, ops: Sequence[Op]) -> Pending[list[OpResult]]: ...
 
 
@@ -130,6 +132,10 @@ class TopicAdmin:
             found: ZkSession = await session
             return found
         return session
+
+    async def acls(self) -> AclStore:
+        """The ACLs in ZooKeeper, as kafka-acls.sh reaches them with --authorizer-properties."""
+        return AclStore(await self._zk())
 
     async def live_brokers(self) -> list[BrokerId]:
         children = await (await self._zk()).get_children(paths.BROKER_IDS)

@@ -18,7 +18,9 @@ from collections.abc import Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from lab.engine import errors
+from lab.engine import authorization, errors
+from lab.engine.acl import BROKER_CONTEXT
+from lab.engine.authorizer import BrokerAuthorizer
 from lab.engine.config import BrokerConfig, effective_topic_config
 from lab.engine.context import EngineContext
 from lab.engine.errors import KafkaError, NotLeaderOrFollower, RequestTimedOut, UnknownTopicOrPartition
@@ -213,7 +215,15 @@ class Broker:
         }
         self.state = BrokerState.STARTING
         self.gate = Gate()
-        self.endpoint = Endpoint(ctx.network, ctx.scheduler, broker_id, self._handle_request, gate=self.gate)
+        self.endpoint = Endpoint(
+            ctx.network,
+            ctx.scheduler,
+            broker_id,
+            self._handle_request,
+            gate=self.gate,
+            context=BROKER_CONTEXT,
+        )
+        self.authorizer = BrokerAuthorizer(self)
         self.session: GatedSession | None = None
         # The session of this broker's previous run, if it was killed: its /brokers/ids znode stays
         # until ZooKeeper expires it (this run waits for that to register).
@@ -453,6 +463,7 @@ class Broker:
             f"broker {self.id} registered at /brokers/ids/{self.id} (broker epoch {self.broker_epoch})",
         )
         await self._watch_config_changes()
+        await self.authorizer.start()
         await self._elect()
 
     def _check_meta_properties(self, cluster_id: str) -> bool:
@@ -599,6 +610,11 @@ class Broker:
     def _handle_request(self, env: Envelope) -> None:
         if not self.alive:
             return
+        if self.authorizer.enabled:
+            screened = authorization.screen(self, env)
+            if screened is None:
+                return  # denied whole, and answered
+            env = screened
         body = env.body
         handler = self._handlers.get(type(body))
         if handler is None:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol
 
 from lab.engine import errors
+from lab.engine.acl import LAB_CONTEXT
 from lab.engine.config import consumer_config, producer_config
 from lab.engine.control_records import marker_of
 from lab.engine.errors import (
@@ -22,6 +23,7 @@ from lab.engine.errors import (
     KafkaError,
     KafkaTimeout,
     NoOffsetForPartition,
+    TopicAuthorizationFailed,
     UnknownTopicOrPartition,
 )
 from lab.engine.events import Journal
@@ -184,7 +186,10 @@ class _Metadata:
         self.version += 1
         client._metadata_changed()
         for name, topic in response.topics.items():
-            if topic.error == UnknownTopicOrPartition.name:
+            if topic.error == TopicAuthorizationFailed.name:
+                client._topic_denied(name)  # Kafka's clients fail what waits for it at once
+                self.topics.pop(name, None)
+            elif topic.error == UnknownTopicOrPartition.name:
                 self.unknown.add(name)
                 self.topics.pop(name, None)
                 # It may exist by now on another broker, or soon: look again (a little later).
@@ -216,14 +221,25 @@ class _Client:
         self.request_timeout_ms = request_timeout_ms
         self.retry_backoff_ms = retry_backoff_ms
         self.closed = False
-        self.endpoint = Endpoint(host.network, host.scheduler, client_id, self._no_requests)
+        # Its requests carry the lab's super user unless the cluster gives it another principal.
+        self.endpoint = Endpoint(
+            host.network, host.scheduler, client_id, self._no_requests, context=LAB_CONTEXT
+        )
         self.metadata = _Metadata(self)
+
+    @property
+    def principal(self) -> str:
+        """Who this client's requests come from (``User:alice``), for the broker's authorizer."""
+        return (self.endpoint.context or LAB_CONTEXT).principal
 
     def _no_requests(self, env: Envelope) -> None:
         """Clients serve nothing."""
 
     def _metadata_changed(self) -> None:
         """New metadata came in (before whoever waited for it hears)."""
+
+    def _topic_denied(self, topic: str) -> None:
+        """The broker said TOPIC_AUTHORIZATION_FAILED for ``topic``'s metadata."""
 
     def _close_endpoint(self) -> None:
         self.closed = True
@@ -733,6 +749,18 @@ class Producer(_Client):
         if self._waiting:
             self.metadata.waiters.append(self._place_waiting)
             self.metadata.need(item[0] for item in self._waiting)
+
+    def _topic_denied(self, topic: str) -> None:
+        """Records waiting for a topic this producer may not describe fail (TopicAuthorizationException)."""
+        keep = []
+        for item in self._waiting:
+            future = item[5]
+            if item[0] == topic and not future.done():
+                future.fail(TopicAuthorizationFailed(f"not authorized to access topic {topic!r}"))
+                self.failed += 1
+            elif not future.done():
+                keep.append(item)
+        self._waiting = keep
 
     def _expire_waiting(self) -> None:
         now = self.scheduler.now_ms

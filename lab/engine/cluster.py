@@ -17,6 +17,14 @@ from random import Random  # seeded instances only: never the global generator
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 from lab.engine import errors
+from lab.engine.acl import (
+    LAB_CONTEXT,
+    AclBinding,
+    AclFilter,
+    Authorizer,
+    RequestContext,
+    check_principal,
+)
 from lab.engine.admin import (
     TopicAdmin,
     validate_new_topic_name,
@@ -567,6 +575,76 @@ class Cluster:
                 f"topic {name} to be deleted",
             )
 
+    # ------------------------------------------------------------------ ACLs
+
+    def begin_create_acls(self, bindings: Sequence[AclBinding]) -> Pending[None]:
+        """Add ACLs as kafka-acls.sh does in ZooKeeper mode (straight to /kafka-acl, each change
+        announced): the Pending resolves once written; INVALID_REQUEST and nothing written if one is
+        bad. The brokers' authorizers take them in on the change notification, a moment later."""
+
+        async def step() -> None:
+            await (await self.topic_admin.acls()).create(bindings)
+            self.journal.record(
+                "acls_created",
+                f"stored {len(bindings)} ACL(s): " + "; ".join(str(b) for b in bindings),
+                topic=_only_topic(bindings),
+            )
+
+        return self._asking(Task.start(step(), "the ACLs").outcome)
+
+    def create_acls(self, bindings: Sequence[AclBinding]) -> None:
+        self._ask(self.begin_create_acls(bindings), "the ACLs")
+
+    def begin_describe_acls(self, wanted: AclFilter | None = None) -> Pending[list[AclBinding]]:
+        async def step() -> list[AclBinding]:
+            return await (await self.topic_admin.acls()).describe(wanted or AclFilter())
+
+        return self._asking(Task.start(step(), "the ACLs").outcome)
+
+    def describe_acls(self, wanted: AclFilter | None = None) -> list[AclBinding]:
+        """The ACLs ZooKeeper holds that ``wanted`` matches (Kafka's AclBindingFilter; None: all)."""
+        return self._ask(self.begin_describe_acls(wanted), "the ACLs")
+
+    def begin_delete_acls(self, filters: Sequence[AclFilter]) -> Pending[list[AclBinding]]:
+        """Remove what the filters match; the Pending holds the ACLs removed."""
+
+        async def step() -> list[AclBinding]:
+            removed = await (await self.topic_admin.acls()).delete(filters)
+            gone = sorted({b for r in removed for b in r}, key=str)
+            if gone:
+                self.journal.record(
+                    "acls_deleted",
+                    f"deleted {len(gone)} ACL(s): " + "; ".join(str(b) for b in gone),
+                    topic=_only_topic(gone),
+                )
+            return gone
+
+        return self._asking(Task.start(step(), "the ACLs").outcome)
+
+    def delete_acls(self, filters: Sequence[AclFilter]) -> list[AclBinding]:
+        return self._ask(self.begin_delete_acls(filters), "the ACLs")
+
+    def authorizer(self, bindings: Iterable[AclBinding] = ()) -> Authorizer:
+        """AclAuthorizer's decision over ``bindings`` with the brokers' super.users and
+        allow.everyone.if.no.acl.found (what a broker decides once its cache holds them)."""
+        config = self.ctx.config
+        supers = [s.strip() for s in str(config.values.get("super.users", "")).split(";") if s.strip()]
+        return Authorizer(
+            bindings,
+            super_users=supers,
+            allow_everyone_if_no_acl_found=config.bool("allow.everyone.if.no.acl.found"),
+        )
+
+    def acls_taken_in(self, bindings: Iterable[AclBinding]) -> bool:
+        """Every running broker with an authorizer holds exactly ``bindings`` (what ZooKeeper holds:
+        ``describe_acls()``), its change notifications read."""
+        wanted = frozenset(bindings)
+        return all(
+            frozenset(b.authorizer.bindings) == wanted
+            for b in self.brokers.values()
+            if b.alive and b.authorizer.enabled and b.authorizer.loaded
+        )
+
     def begin_delete_topic(self, name: str) -> Pending[None]:
         """``delete_topic`` without waiting: the Pending is answered once the deletion is requested in
         ZooKeeper (UNKNOWN_TOPIC_OR_PARTITION for no such topic); the controller deletes it after that,
@@ -691,26 +769,48 @@ class Cluster:
                 return name
 
     def producer(
-        self, acks: str | int = "all", *, client_id: str | None = None, **config: object
+        self,
+        acks: str | int = "all",
+        *,
+        client_id: str | None = None,
+        principal: str | None = None,
+        **config: object,
     ) -> Producer:
+        """A producer; its requests come from ``principal`` (the lab's super user, User:admin, by default)."""
+        context = _context(principal)
         settings = {k.replace("_", "."): v for k, v in config.items()}
         settings["acks"] = str(acks)
         producer = Producer(self, self._client_id("producer", client_id), settings)
+        producer.endpoint.context = context
         self.clients[producer.client_id] = producer
         return producer
 
     @overload
-    def consumer(self, group_id: str, *, client_id: str | None = None, **config: object) -> GroupConsumer: ...
+    def consumer(
+        self, group_id: str, *, client_id: str | None = None, principal: str | None = None, **config: object
+    ) -> GroupConsumer: ...
 
     @overload
     def consumer(
-        self, group_id: None = None, *, client_id: str | None = None, **config: object
+        self,
+        group_id: None = None,
+        *,
+        client_id: str | None = None,
+        principal: str | None = None,
+        **config: object,
     ) -> Consumer: ...
 
     def consumer(
-        self, group_id: str | None = None, *, client_id: str | None = None, **config: object
+        self,
+        group_id: str | None = None,
+        *,
+        client_id: str | None = None,
+        principal: str | None = None,
+        **config: object,
     ) -> Consumer:
-        """A consumer; with a ``group_id``, a member of that group (subscribe, commit)."""
+        """A consumer; with a ``group_id``, a member of that group (subscribe, commit). Its requests come
+        from ``principal`` (the lab's super user, User:admin, by default)."""
+        context = _context(principal)
         settings = {k.replace("_", "."): v for k, v in config.items()}
         if group_id is not None:
             settings["group.id"] = group_id
@@ -719,6 +819,7 @@ class Cluster:
             consumer: Consumer = GroupConsumer(self, self._client_id("consumer", client_id), settings)
         else:
             consumer = Consumer(self, self._client_id("consumer", client_id), settings)
+        consumer.endpoint.context = context
         self.clients[consumer.client_id] = consumer
         return consumer
 
@@ -730,6 +831,7 @@ class Cluster:
         keys: int | None = 10,
         acks: str | int = "all",
         name: str | None = None,
+        principal: str | None = None,
         **config: object,
     ) -> SimulatedProducer:
         """A producer that sends ``rate_per_s`` records a second, keyed from ``keys`` distinct keys (None: no keys)."""
@@ -737,7 +839,14 @@ class Cluster:
 
         client_id = self._client_id("producer", name)
         sim = SimulatedProducer(
-            self, client_id, topic, rate_per_s=rate_per_s, keys=keys, acks=str(acks), **config
+            self,
+            client_id,
+            topic,
+            rate_per_s=rate_per_s,
+            keys=keys,
+            acks=str(acks),
+            principal=principal,
+            **config,
         )
         self.simulated[client_id] = sim
         return sim
@@ -749,6 +858,7 @@ class Cluster:
         *,
         processing_ms: int = 50,
         name: str | None = None,
+        principal: str | None = None,
         **config: object,
     ) -> SimulatedConsumer:
         """A group member that takes ``processing_ms`` per record and commits what it processed."""
@@ -757,7 +867,9 @@ class Cluster:
         if isinstance(topics, str):
             topics = [topics]
         client_id = self._client_id("consumer", name)
-        sim = SimulatedConsumer(self, client_id, group, topics, processing_ms=processing_ms, **config)
+        sim = SimulatedConsumer(
+            self, client_id, group, topics, processing_ms=processing_ms, principal=principal, **config
+        )
         self.simulated[client_id] = sim
         return sim
 
@@ -1212,3 +1324,22 @@ class Cluster:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _context(principal: str | None) -> RequestContext:
+    """The context a client's requests carry: ``principal`` (checked: Type:name) from the lab's host."""
+    if principal is None:
+        return LAB_CONTEXT
+    return RequestContext(check_principal(principal))
+
+
+def _only_topic(bindings: Iterable[AclBinding]) -> str | None:
+    """The topic the journal line is about, when every binding names the same literal topic."""
+    from lab.engine.acl import PatternType, ResourceType
+
+    names = {
+        b.resource.name
+        for b in bindings
+        if b.resource.type is ResourceType.TOPIC and b.resource.pattern is PatternType.LITERAL
+    }
+    return names.pop() if len(names) == 1 else None

@@ -340,7 +340,10 @@ _key(
     "broker",
     "str",
     "",
-    "Principals the authorizer lets do anything, separated by semicolons (User:admin;User:ops).",
+    "Principals the authorizer lets do anything, separated by semicolons (User:admin;User:ops). The lab's "
+    "own: User:admin (its Python API, pages and simulated clients unless given another principal) and "
+    "User:broker (the brokers' requests to each other, which need CLUSTER_ACTION).",
+    lab_default="User:admin;User:broker",
 )
 _key(
     "allow.everyone.if.no.acl.found",

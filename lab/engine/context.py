@@ -41,6 +41,8 @@ class EngineContext:
     # Topic ids (KIP-516): from the seed and the epoch, so each cluster's differ.
     # Never the global random nor an entropy-seeded one: a context made without one stays reproducible.
     topic_ids: Random = field(default_factory=lambda: Random("topic.id"))
+    # The authorizer's denials, summed up for the timeline (authorizer.DenialLog, made on first use).
+    denials: Any = None
 
     @property
     def now_ms(self) -> int:

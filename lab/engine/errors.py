@@ -127,6 +127,22 @@ class SaslAuthenticationFailed(KafkaError):
     name = "SASL_AUTHENTICATION_FAILED"
 
 
+class TopicAuthorizationFailed(KafkaError):
+    name = "TOPIC_AUTHORIZATION_FAILED"
+
+
+class GroupAuthorizationFailed(KafkaError):
+    name = "GROUP_AUTHORIZATION_FAILED"
+
+
+class ClusterAuthorizationFailed(KafkaError):
+    name = "CLUSTER_AUTHORIZATION_FAILED"
+
+
+class TransactionalIdAuthorizationFailed(KafkaError):
+    name = "TRANSACTIONAL_ID_AUTHORIZATION_FAILED"
+
+
 class SecurityDisabled(KafkaError):
     """An ACL request to a broker with no authorizer (``authorizer.class.name`` empty, Kafka's default)."""
 

@@ -114,6 +114,29 @@ GROUP_ID = Text(
     pattern=r"[^\x00-\x1f\x7f-\x9f]*[^\s\x00-\x1f\x7f-\x9f][^\x00-\x1f\x7f-\x9f]*",
     rule="is printable text, not only spaces",
 )
+# ACLs: who (Type:name, printable ASCII without spaces; User:* is everyone), from where (an address
+# or *), and on what (a topic, a group, a transactional id, a prefix: printable, not only spaces).
+PRINCIPAL = Text(
+    what="a principal",
+    min_length=3,
+    max_length=255,
+    pattern=r"[A-Za-z][A-Za-z0-9_-]*:[!-~]+",
+    rule="is written Type:name, e.g. User:alice (ASCII, no spaces)",
+)
+ACL_HOST = Text(
+    what="a host",
+    min_length=1,
+    max_length=64,
+    pattern=r"\*|[0-9A-Fa-f.:]+",
+    rule="is an IP address or * (every host)",
+)
+ACL_RESOURCE = Text(
+    what="a resource name",
+    min_length=1,
+    max_length=255,
+    pattern=GROUP_ID.pattern,
+    rule="is printable text, not only spaces",
+)
 # Shown on pages and kept in the database: printable, with something besides spaces.
 LAB_NAME = Text(
     what="a lab's name",

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from lab.engine.acl import RequestContext
 from lab.engine.errors import KafkaError, NetworkException, RequestTimedOut
 from lab.engine.ids import NodeId
 from lab.engine.protocol import kind_of
@@ -36,6 +37,7 @@ class Envelope(NamedTuple):
     sent_ms: int
     deliver_ms: int
     kind: str  # the body's kind: "Produce", "Fetch"...
+    context: RequestContext | None = None  # who sent a request (its principal and host); None on answers
 
 
 _new_envelope = tuple.__new__  # Envelope(...) without its Python-level __new__
@@ -147,7 +149,14 @@ class Network:
     # Sending.
 
     def send(
-        self, src: NodeId, dst: NodeId, body: Any, *, correlation_id: int = 0, is_response: bool = False
+        self,
+        src: NodeId,
+        dst: NodeId,
+        body: Any,
+        *,
+        correlation_id: int = 0,
+        is_response: bool = False,
+        context: RequestContext | None = None,
     ) -> Envelope:
         now = self._scheduler.now_ms
         delay = (
@@ -158,7 +167,8 @@ class Network:
         self._next_id += 1
         kind = kind_of(body)
         env = _new_envelope(
-            Envelope, (self._next_id, src, dst, body, correlation_id, is_response, now, now + delay, kind)
+            Envelope,
+            (self._next_id, src, dst, body, correlation_id, is_response, now, now + delay, kind, context),
         )
         stats = self.stats
         stats.sent += 1
@@ -229,9 +239,16 @@ class Endpoint:
         handle_request: Callable[[Envelope], None],
         *,
         gate: Callable[..., None] | None = None,
+        context: RequestContext | None = None,
     ) -> None:
         self.network = network
         self.node = node
+        # Who this node's requests come from: every request it sends carries it (Kafka's session
+        # principal and client address), for the broker's authorizer.
+        self.context = context
+        # Answers to finish before they leave (the authorizer's: denied items put back, hidden ones
+        # taken out), by (requester, correlation id).
+        self.finishers: dict[tuple[NodeId, int], Callable[[Any], Any]] = {}
         self._scheduler = scheduler
         self._handle_request = handle_request
         self._outstanding: dict[int, _Outstanding] = {}
@@ -242,6 +259,7 @@ class Endpoint:
     def close(self, error: KafkaError | None = None) -> None:
         """Detach; outstanding requests fail with ``error`` (or are dropped when None)."""
         self.network.detach(self.node)
+        self.finishers.clear()
         outstanding, self._outstanding = self._outstanding, {}
         for out in outstanding.values():
             Scheduler.cancel(out.timer)
@@ -252,16 +270,20 @@ class Endpoint:
         cid = self.network.next_correlation_id()
         timer = self._scheduler.call_later(timeout_ms, self._run, self._timed_out, cid, label="timeout")
         self._outstanding[cid] = _Outstanding(dst, callback, timer)
-        self.network.send(self.node, dst, body, correlation_id=cid)
+        self.network.send(self.node, dst, body, correlation_id=cid, context=self.context)
         return cid
 
     def send_oneway(self, dst: NodeId, body: Any) -> None:
         """acks=0: nobody waits for an answer."""
-        self.network.send(self.node, dst, body, correlation_id=0)
+        self.network.send(self.node, dst, body, correlation_id=0, context=self.context)
 
     def respond(self, request: Envelope, body: Any) -> None:
         if request.correlation_id == 0:
             return
+        if self.finishers:
+            finish = self.finishers.pop((request.src, request.correlation_id), None)
+            if finish is not None:
+                body = finish(body)
         self.network.send(
             self.node, request.src, body, correlation_id=request.correlation_id, is_response=True
         )

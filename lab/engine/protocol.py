@@ -386,6 +386,7 @@ class OffsetFetchResponse:
     error: str | None = None
     message: str = ""
     offsets: Mapping[TopicPartition, int] = field(default_factory=dict)  # -1: none committed
+    errors: Mapping[TopicPartition, str] = field(default_factory=dict)  # a partition's own error
 
 
 # Admin (to the controller, or to any broker for configs and log dirs). Results carry Kafka's error
@@ -568,6 +569,8 @@ class DescribeLogDirsResponse:
     partitions: Mapping[TopicPartition, LogDirPartition]
     total_bytes: int = -1
     usable_bytes: int = -1
+    error: str | None = None
+    message: str = ""
 
 
 # ACLs (any broker; SECURITY_DISABLED without an authorizer).

@@ -38,6 +38,7 @@ class SimulatedProducer:
         rate_per_s: float,
         keys: int | None,
         acks: str,
+        principal: str | None = None,
         **config: object,
     ) -> None:
         if rate_per_s <= 0 or rate_per_s > 100_000:
@@ -49,7 +50,7 @@ class SimulatedProducer:
         self.topic = topic
         self.rate_per_s = rate_per_s
         self.keys = keys
-        self.producer: Producer = cluster.producer(acks, client_id=name, **config)
+        self.producer: Producer = cluster.producer(acks, client_id=name, principal=principal, **config)
         self.state = "running"
         self.seq = 0
         self._owed = 0.0
@@ -112,6 +113,7 @@ class SimulatedProducer:
             "rate": self.rate_per_s,
             "keys": self.keys,
             "acks": {-1: "all", 0: "0", 1: "1"}[p.acks],
+            "principal": p.principal,
             "sent": p.sent,
             "acked": p.acked,
             "failed": p.failed,
@@ -131,6 +133,7 @@ class SimulatedConsumer:
         topics: Sequence[str],
         *,
         processing_ms: int,
+        principal: str | None = None,
         **config: object,
     ) -> None:
         if processing_ms < 0:
@@ -148,7 +151,7 @@ class SimulatedConsumer:
             # A third of the session, as Kafka advises (the lab's default heartbeat suits its default session).
             given["heartbeat.interval.ms"] = max(1, int(session) // 3)
         settings.update(given)
-        consumer = cluster.consumer(group_id=group, client_id=name, **settings)
+        consumer = cluster.consumer(group_id=group, client_id=name, principal=principal, **settings)
         assert isinstance(consumer, GroupConsumer)
         self.consumer = consumer
         consumer.on_records = self._wake
@@ -247,6 +250,7 @@ class SimulatedConsumer:
             "group": self.group,
             "topics": list(self.topics),
             "processing_ms": self.processing_ms,
+            "principal": c.principal,
             "member_id": c.member_id,
             "member_state": c.state,
             "generation": c.generation,

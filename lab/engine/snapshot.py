@@ -204,6 +204,7 @@ def take(cluster: Cluster, *, segments: bool = False) -> dict[str, Any]:
         "groups": groups_view(cluster),
         "transactions": transactions_view(cluster),
         "clients": clients_view(cluster),
+        "acls": acls_view(cluster),
         "in_flight": [
             {
                 "id": env.id,
@@ -248,6 +249,35 @@ def groups_view(cluster: Cluster) -> dict[str, Any]:
     return out
 
 
+def acls_view(cluster: Cluster) -> dict[str, Any]:
+    """What the brokers' authorizers enforce: a running broker's ACL cache (the change nodes read), and
+    the terms (super.users, allow.everyone.if.no.acl.found)."""
+    config = cluster.ctx.config
+    held = next(
+        (b.authorizer.bindings for b in cluster.brokers.values() if b.alive and b.authorizer.loaded), set()
+    )
+    return {
+        "enforced": bool(config.values.get("authorizer.class.name")),
+        "super_users": [s.strip() for s in str(config.values.get("super.users", "")).split(";") if s.strip()],
+        "allow_everyone_if_no_acl_found": config.bool("allow.everyone.if.no.acl.found"),
+        "bindings": sorted(
+            (
+                {
+                    "resource_type": b.resource.type.value,
+                    "name": b.resource.name,
+                    "pattern": b.resource.pattern.value,
+                    "principal": b.entry.principal,
+                    "host": b.entry.host,
+                    "operation": b.entry.operation.value,
+                    "permission": b.entry.permission.value,
+                }
+                for b in held
+            ),
+            key=lambda d: tuple(d.values()),
+        ),
+    }
+
+
 def clients_view(cluster: Cluster) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = [sim.describe() for sim in cluster.simulated.values()]
     simulated = set(cluster.simulated)
@@ -271,6 +301,7 @@ def clients_view(cluster: Cluster) -> list[dict[str, Any]]:
                     "retried": client.retried,
                     # A transactional producer's state (transactional.id, Kafka's client state, its partitions).
                     "transaction": None if client.txn is None else client.txn.describe(),
+                    "principal": client.principal,
                 }
             )
         else:
@@ -280,6 +311,7 @@ def clients_view(cluster: Cluster) -> list[dict[str, Any]]:
                 "state": "closed" if client.closed else "running",
                 "assignment": [[tp.topic, tp.partition] for tp in client.assignment()],
                 "consumed": client.consumed,
+                "principal": client.principal,
             }
             if isinstance(client, GroupConsumer):
                 view.update(group=client.group_id, member_id=client.member_id, member_state=client.state)

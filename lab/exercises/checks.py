@@ -148,7 +148,52 @@ def condition(
     if name == "controller_epoch_at_least":
         epoch = snapshot.get("controller_epoch", 0)
         return Outcome(ok=epoch >= arg, detail=f"controller epoch {epoch}")
+    if name in ("acl_allows", "acl_denies"):
+        return _acl(name, arg, snapshot)
     raise ValueError(f"unknown condition {name!r}")
+
+
+def _acl(name: str, arg: Mapping[str, Any], snapshot: Mapping[str, Any]) -> Outcome:
+    """What the brokers' authorizer answers now for ``arg``'s principal, operation and resource."""
+    from lab.engine.acl import (
+        AclBinding,
+        AclEntry,
+        Authorizer,
+        Operation,
+        PatternType,
+        Permission,
+        ResourcePattern,
+        ResourceType,
+        named,
+    )
+
+    held = snapshot.get("acls") or {}
+    authorizer = Authorizer(
+        (
+            AclBinding(
+                ResourcePattern(ResourceType(b["resource_type"]), b["name"], PatternType(b["pattern"])),
+                AclEntry(b["principal"], b["host"], Operation(b["operation"]), Permission(b["permission"])),
+            )
+            for b in held.get("bindings", ())
+        ),
+        super_users=held.get("super_users", ()),
+        allow_everyone_if_no_acl_found=bool(held.get("allow_everyone_if_no_acl_found")),
+    )
+    kind = next(k for k in ("topic", "group", "cluster", "transactional_id") if k in arg)
+    resource = named(ResourceType, kind)
+    decision = authorizer.authorize(
+        arg["principal"],
+        arg.get("host", "127.0.0.1"),
+        named(Operation, arg["operation"]),
+        resource,
+        str(arg[kind]),
+    )
+    if not held.get("enforced"):
+        return Outcome(ok=False, detail="the brokers have no authorizer: nothing is enforced")
+    wanted = decision.allowed if name == "acl_allows" else not decision.allowed
+    verdict = "may" if decision.allowed else "may not"
+    what = f"{arg['principal']} {verdict} {str(arg['operation']).upper()} {resource.value}:{arg[kind]}"
+    return Outcome(ok=wanted, detail=f"{what} ({decision.reason})")
 
 
 def evaluate(

@@ -68,6 +68,8 @@ CONDITIONS: dict[str, str] = {
     "controller_not": "a broker id",
     "controller_changed": "true: another broker than at the start is the controller, at a higher epoch",
     "controller_epoch_at_least": "a number",
+    "acl_allows": "{principal, operation, topic | group | cluster | transactional_id, host?}: the authorizer allows it",
+    "acl_denies": "{principal, operation, topic | group | cluster | transactional_id, host?}: the authorizer denies it",
 }
 
 

@@ -444,17 +444,29 @@ def _name(p: Mapping[str, Any]) -> str:
     return _text(p, "name", limits.CLIENT_NAME, required=False)
 
 
+def _principal(p: Mapping[str, Any]) -> str:
+    """A simulated client's principal (User:alice), or "": the lab's super user."""
+    return _text(p, "principal", limits.PRINCIPAL, required=False)
+
+
+def _as(principal: str) -> str:
+    return f" as {principal}" if principal else ""
+
+
 def _add_producer(p: Mapping[str, Any]) -> Act:
     topic = _text(p, "topic", limits.TOPIC_NAME)
     rate = _float(p, "rate", limits.PRODUCER_RATE, default=10)
     acks = _choice(p, "acks", ("0", "1", "all"), default="all")
     name = _name(p)
+    principal = _principal(p)
 
     def run(lab: LiveLab) -> str:
         client = lab.add_client(
-            ClientSpec(kind="producer", name=name, topics=(topic,), rate_per_s=rate, acks=acks)
+            ClientSpec(
+                kind="producer", name=name, topics=(topic,), rate_per_s=rate, acks=acks, principal=principal
+            )
         )
-        return f"Simulated producer {client} writes {rate:g} record(s)/s to {topic}."
+        return f"Simulated producer {client} writes {rate:g} record(s)/s to {topic}{_as(principal)}."
 
     return run
 
@@ -467,6 +479,7 @@ def _add_consumer(p: Mapping[str, Any]) -> Act:
     if str(p.get("session_timeout_ms", "")).strip():
         session = _int(p, "session_timeout_ms", limits.SESSION_TIMEOUT_MS)
     name = _name(p)
+    principal = _principal(p)
 
     def run(lab: LiveLab) -> str:
         client = lab.add_client(
@@ -477,9 +490,10 @@ def _add_consumer(p: Mapping[str, Any]) -> Act:
                 group=group,
                 processing_ms=processing,
                 session_timeout_ms=session,
+                principal=principal,
             )
         )
-        return f"Simulated consumer {client} joins group {group} on {', '.join(topics)}."
+        return f"Simulated consumer {client} joins group {group} on {', '.join(topics)}{_as(principal)}."
 
     return run
 

@@ -737,9 +737,23 @@ class LiveLab:
             self._startup = None
             self._started()
 
+    def _restore_acls(self, cluster: Cluster) -> None:
+        """The spec's ACLs, written again where ZooKeeper lacks them (after a reset, or on the memory
+        store); without waiting: the brokers' authorizers read them from the change nodes."""
+        if not self._spec.acls:
+            return
+        from lab.engine.acl import parse_binding
+
+        try:
+            bindings = [parse_binding(**{k: v for k, v in a.items() if k != "text"}) for a in self._spec.acls]
+            cluster.begin_create_acls(bindings)
+        except KafkaError as error:
+            log.warning("lab %s: ACLs not restored: %s", self.slug, error)
+
     def _started(self) -> None:
         cluster = self._cluster
         assert cluster is not None
+        self._restore_acls(cluster)
         for client in self._spec.clients:
             try:
                 self.add_client(client, record=False)

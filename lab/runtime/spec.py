@@ -8,7 +8,7 @@ server stops) and a reset lab come back with them.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -55,6 +55,7 @@ class ClientSpec:
     processing_ms: int = 50
     acks: str = "all"
     session_timeout_ms: int = 0  # a consumer's session.timeout.ms; 0: the lab's default (Kafka's is 45 s)
+    principal: str = ""  # who its requests come from (User:alice); "": the lab's super user, User:admin
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -66,6 +67,7 @@ class ClientSpec:
             "processing_ms": self.processing_ms,
             "acks": self.acks,
             "session_timeout_ms": self.session_timeout_ms,
+            **({"principal": self.principal} if self.principal else {}),
         }
 
     @classmethod
@@ -79,16 +81,18 @@ class ClientSpec:
             processing_ms=int(data.get("processing_ms", 50)),
             acks=str(data.get("acks", "all")),
             session_timeout_ms=int(data.get("session_timeout_ms", 0)),
+            principal=str(data.get("principal") or ""),
         )
 
     def start(self, cluster: Cluster) -> str:
         """Add this simulated client to ``cluster``; its name (given, or the one the cluster chose)."""
         name = self.name or None
+        principal = self.principal or None
         if self.kind not in ("producer", "consumer"):
             raise IllegalArgument(f"a simulated client is a producer or a consumer, not {self.kind!r}")
         if self.kind == "producer":
             return cluster.simulated_producer(
-                self.topics[0], rate_per_s=self.rate_per_s, acks=self.acks, name=name
+                self.topics[0], rate_per_s=self.rate_per_s, acks=self.acks, name=name, principal=principal
             ).name
         config: dict[str, object] = {}
         if self.session_timeout_ms:
@@ -96,7 +100,12 @@ class ClientSpec:
             config["session_timeout_ms"] = str(self.session_timeout_ms)
             config["heartbeat_interval_ms"] = str(max(1, self.session_timeout_ms // 3))
         return cluster.simulated_consumer(
-            self.group, list(self.topics), processing_ms=self.processing_ms, name=name, **config
+            self.group,
+            list(self.topics),
+            processing_ms=self.processing_ms,
+            name=name,
+            principal=principal,
+            **config,
         ).name
 
 
@@ -115,6 +124,9 @@ class LabSpec:
     # Each broker's Kafka listener port, kept so clients find the lab at the same address after
     # a restart. Empty: the lab has no listeners.
     ports: Mapping[int, int] = field(default_factory=dict)
+    # The ACLs a person added (``commands.acls.as_json`` without its text), so a lab rebuilt from its
+    # spec (a reset, the memory store after a restart) has them again, as it has its topics.
+    acls: tuple[Mapping[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         if not BROKERS.low <= self.brokers <= BROKERS.high:
@@ -131,6 +143,7 @@ class LabSpec:
             "topics": [t.to_json() for t in self.topics],
             "clients": [c.to_json() for c in self.clients],
             "ports": {str(b): port for b, port in sorted(self.ports.items())},
+            **({"acls": [dict(a) for a in self.acls]} if self.acls else {}),
         }
 
     @classmethod
@@ -149,6 +162,7 @@ class LabSpec:
             topics=tuple(TopicSpec.from_json(t) for t in settings.get("topics") or ()),
             clients=tuple(ClientSpec.from_json(c) for c in settings.get("clients") or ()),
             ports={int(b): int(port) for b, port in (settings.get("ports") or {}).items()},
+            acls=tuple({str(k): str(v) for k, v in a.items()} for a in settings.get("acls") or ()),
         )
 
     def with_topic(self, topic: TopicSpec) -> LabSpec:
@@ -159,6 +173,12 @@ class LabSpec:
 
     def without_client(self, name: str) -> LabSpec:
         return replace(self, clients=tuple(c for c in self.clients if c.name != name))
+
+    def with_acl(self, acl: Mapping[str, str]) -> LabSpec:
+        return replace(self, acls=(*[a for a in self.acls if a != acl], dict(acl)))
+
+    def without_acls(self, gone: Sequence[Mapping[str, str]]) -> LabSpec:
+        return replace(self, acls=tuple(a for a in self.acls if a not in gone))
 
     def with_ports(self, ports: Mapping[int, int]) -> LabSpec:
         return replace(self, ports=dict(ports))

@@ -33,8 +33,9 @@ from typing import Any
 import yaml
 
 from lab.engine import limits
+from lab.engine.acl import Operation
 from lab.engine.config import producer_config
-from lab.engine.errors import ConfigException
+from lab.engine.errors import ConfigException, KafkaError
 from lab.scenarios import yamlsafe
 from lab.scenarios.yamlsafe import clip, excerpt, line_of
 
@@ -380,6 +381,31 @@ _PARTITION_KEYS = (
 
 BROKER: Schema = {"broker": _within(limits.BROKER_ID)}
 
+
+def _text_of(limit: limits.Text) -> Callable[[Any], str]:
+    def check(value: Any) -> str:
+        if not isinstance(value, str):
+            raise _Bad(limit.what)
+        try:
+            return limit.check(value)
+        except KafkaError:
+            raise _Bad(f"{limit.what} that {limit.rule}, of up to {limit.max_length} characters") from None
+
+    return check
+
+
+_principal = _text_of(limits.PRINCIPAL)
+ACL: Schema = {
+    "resource_type": _choice("Topic", "Group", "Cluster", "TransactionalId"),
+    "name": _text_of(limits.ACL_RESOURCE),
+    "pattern": _choice("Literal", "Prefixed"),
+    "principal": _principal,
+    "host": _text_of(limits.ACL_HOST),
+    "operation": _choice(*(o.value for o in Operation)),
+    "permission": _choice("Allow", "Deny"),
+}
+
+
 STEPS: dict[str, tuple[Schema, tuple[str, ...], str | None]] = {
     # kind: (fields, required, the field a bare scalar fills)
     "note": ({"text": _str}, ("text",), "text"),
@@ -414,6 +440,7 @@ STEPS: dict[str, tuple[Schema, tuple[str, ...], str | None]] = {
             "enable_idempotence": _bool,  # Kafka's default (true) unless acks or retries contradict it
             "timestamp": _nonneg,
             "tombstone": _bool,  # a null value: deletes the key of a compacted topic
+            "principal": _principal,  # who the producer's requests come from (the lab's super user by default)
         },
         ("topic",),
         None,
@@ -473,6 +500,7 @@ STEPS: dict[str, tuple[Schema, tuple[str, ...], str | None]] = {
             "rate": _rate,
             "keys": _at_most(_nonneg, MAX_KEYS, " keys"),
             "acks": _acks,
+            "principal": _principal,  # who its requests come from (the lab's super user by default)
         },
         ("topic",),
         None,
@@ -489,10 +517,14 @@ STEPS: dict[str, tuple[Schema, tuple[str, ...], str | None]] = {
             "heartbeat_interval_ms": _timeout_ms,
             "max_poll_interval_ms": _timeout_ms,
             "group_instance_id": _str,
+            "principal": _principal,
         },
         ("group", "topics"),
         None,
     ),
+    # kafka-acls.sh --add / --remove (straight to ZooKeeper): Kafka's names, checked as Kafka checks an ACL.
+    "create_acl": (ACL, ("name", "principal", "operation"), None),
+    "delete_acl": (ACL, ("name", "principal", "operation"), None),
     "stop_consumer": ({"name": _str}, ("name",), "name"),
     "crash_consumer": ({"name": _str}, ("name",), "name"),
     "reassign": ({"partition": _partition, "replicas": _ints}, ("partition", "replicas"), None),

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from lab.engine.acl import AclBinding, AclFilter, parse_binding
 from lab.engine.clients import ConsumerRecord, Producer, RecordMetadata
 from lab.engine.cluster import Cluster
 from lab.engine.errors import KafkaError, KafkaTimeout
@@ -356,7 +357,10 @@ class ScenarioRun:
         if producer is None:
             settings = {k: a[k] for k in PRODUCER_FIELDS if k in a}
             producer = self.cluster.producer(
-                acks, client_id=name if name not in self.cluster.clients else None, **settings
+                acks,
+                client_id=name if name not in self.cluster.clients else None,
+                principal=a.get("principal"),
+                **settings,
             )
             self.producers[name] = producer
         futures = self.sent.setdefault(name, [])
@@ -550,6 +554,7 @@ class ScenarioRun:
             keys=a.get("keys", 10) or None,
             acks=a.get("acks", "all"),
             name=a.get("name"),
+            principal=a.get("principal"),
         )
 
     def _do_stop_producer(self, step: Step) -> None:
@@ -572,7 +577,12 @@ class ScenarioRun:
             if key in a:
                 config[key] = a[key]
         self.cluster.simulated_consumer(
-            a["group"], a["topics"], processing_ms=a.get("processing_ms", 10), name=a.get("name"), **config
+            a["group"],
+            a["topics"],
+            processing_ms=a.get("processing_ms", 10),
+            name=a.get("name"),
+            principal=a.get("principal"),
+            **config,
         )
 
     def _sim(self, name: str) -> Any:
@@ -601,6 +611,45 @@ class ScenarioRun:
             self.cluster.elect_preferred_leaders(None, wait=False)
             return
         self._answered(self.cluster.begin_elect_preferred_leaders(parts), "the preferred leader election")
+
+    def _acl(self, step: Step) -> AclBinding:
+        a = step.args
+        return parse_binding(
+            resource_type=a.get("resource_type", "Topic"),
+            name=a["name"],
+            pattern=a.get("pattern", "Literal"),
+            principal=a["principal"],
+            host=a.get("host", "*"),
+            operation=a["operation"],
+            permission=a.get("permission", "Allow"),
+        )
+
+    def _acls_taken_in(self) -> None:
+        """Done once every broker's authorizer holds what ZooKeeper does (a change notification read)."""
+        held: list[Pending[list[AclBinding]]] = []
+
+        def taken_in() -> bool:
+            if held and held[0].done():
+                if self.cluster.acls_taken_in(held[0].result()):
+                    return True
+                held.clear()
+            if not held:
+                held.append(self.cluster.begin_describe_acls())
+            return False
+
+        self._until(taken_in, CONFIG_MS, "the brokers' authorizers to read the ACLs")
+
+    def _do_create_acl(self, step: Step) -> None:
+        self._answered(
+            self.cluster.begin_create_acls([self._acl(step)]), "the ACL", lambda _: self._acls_taken_in()
+        )
+
+    def _do_delete_acl(self, step: Step) -> None:
+        r, e = (b := self._acl(step)).resource, b.entry
+        exactly = AclFilter(r.type, r.name, r.pattern, e.principal, e.host, e.operation, e.permission)
+        self._answered(
+            self.cluster.begin_delete_acls([exactly]), "the ACL's deletion", lambda _: self._acls_taken_in()
+        )
 
     def _do_expect(self, step: Step) -> None:
         assert self._current is not None

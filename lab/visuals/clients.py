@@ -26,6 +26,7 @@ class ClientRow:
     target: str  # the topic(s), and the group for a consumer
     simulated: bool  # a simulated client (controls apply); else one the dashboard or a script opened
     actions: tuple[Action, ...]
+    principal: str = ""  # who its requests come from (User:alice), for the authorizer
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -142,6 +143,7 @@ def clients_view(snapshot: Mapping[str, Any]) -> ClientsView:
                 target=_target(client),
                 simulated=is_simulated(client),
                 actions=_actions(name, str(client.get("kind", "")), state) if is_simulated(client) else (),
+                principal=str(client.get("principal") or ""),
             )
         )
     return ClientsView(

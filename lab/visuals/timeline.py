@@ -72,6 +72,7 @@ TONES: Mapping[str, str] = {
     "client_disconnected": "warn",  # the lab dropped a real client: a broker died, a bad frame...
     "client_gave_up": "warn",  # a real client gave up on a broker that did not answer
     "client_errors": "warn",  # a real client got errors that make it back off
+    "authorization_denied": "warn",  # the authorizer refused a request (the reason is in the text)
     "isr_expand": "good",
     "zookeeper_reachable": "good",
     "zk_reconnected": "good",

@@ -40,6 +40,7 @@ class WireClientRow:
     connected_at: str
     produced: int
     fetched: int
+    principal: str = "User:ANONYMOUS"  # who its requests come from (PLAINTEXT: nobody authenticated)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -93,6 +94,7 @@ def wire_clients_view(
             connected_at=clock_label(int(c.get("connected_ms") or 0)),
             produced=int(c.get("records_produced") or 0),
             fetched=int(c.get("records_fetched") or 0),
+            principal=str(c.get("principal") or "User:ANONYMOUS"),
         )
         for c in clients
     ]

@@ -351,8 +351,10 @@ async def describe_log_dirs(conn: Connection, request: Request) -> Any:
         request.response_schema,
         {
             "throttle_time": 0,
-            "error_code": None,
-            "results": [
+            "error_code": answer.error,  # v3+; before, a denied request is told by no results
+            "results": []
+            if answer.error
+            else [
                 {
                     "error_code": None,
                     "log_dir": answer.log_dir,

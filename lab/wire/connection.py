@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from kio.index import UnknownAPIKey, UnknownEntity
 from kio.schema.errors import ErrorCode
 
+from lab.engine.acl import ANONYMOUS, RequestContext
 from lab.engine.errors import KafkaError, NetworkException
 from lab.engine.ids import BrokerId
 from lab.engine.network import Endpoint, Envelope
@@ -69,7 +70,20 @@ class Connection:
         self.api = ""  # the API being served (requests are served one at a time)
         cluster = server.cluster
         self.endpoint = Endpoint(cluster.network, cluster.scheduler, self.node, self._no_requests)
+        # PLAINTEXT: no authentication, so User:ANONYMOUS; a SASL or TLS listener sets the principal
+        # it authenticated, and every request after carries it.
+        self.principal = ANONYMOUS
         self._queue = SerialQueue(self._failed)
+
+    @property
+    def principal(self) -> str:
+        """Who this connection's requests come from (Kafka's session principal)."""
+        return self._principal
+
+    @principal.setter
+    def principal(self, principal: str) -> None:
+        self._principal = principal
+        self.endpoint.context = RequestContext(principal, self.peer_host)
 
     # ------------------------------------------------------------------ the socket's side
 
@@ -162,6 +176,7 @@ class Connection:
             "id": self.id,
             "peer": self.peer,
             "client_id": self.client_id,
+            "principal": self.principal,
             "software_name": self.software[0],
             "software_version": self.software[1],
             "broker": self.broker_id,

@@ -191,6 +191,8 @@ async def offset_fetch(conn: Connection, request: Request) -> Any:
         p.OffsetFetchRequest(group_id=body.group_id, partitions=asked)
     )
     shown = asked if asked is not None else tuple(sorted(answer.offsets))
+    # Before v2 the answer has no error of its own: Kafka puts the group's on every partition.
+    whole = answer.error if request.header.api_version < 2 else None
     by_topic: dict[str, list[dict[str, Any]]] = {}
     for tp in shown:
         by_topic.setdefault(tp.topic, []).append(
@@ -199,7 +201,7 @@ async def offset_fetch(conn: Connection, request: Request) -> Any:
                 "committed_offset": answer.offsets.get(tp, -1),
                 "committed_leader_epoch": -1,
                 "metadata": "",
-                "error_code": None,
+                "error_code": answer.errors.get(tp, whole),
             }
         )
     return make(

@@ -21,6 +21,7 @@ PAGES = {
     "lab": "/labs/demo/",
     "topic-admin": "/labs/demo/admin/",
     "topic": "/labs/demo/admin/topics/orders/",
+    "topic-acls": "/labs/demo/admin/topics/orders/acls/",
     "groups-admin": "/labs/demo/admin/groups/",
     "exercises": "/exercises/",
     "classroom": "/classroom/",

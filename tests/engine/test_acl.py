@@ -184,7 +184,7 @@ def test_names_are_read_in_any_case_and_an_unknown_one_is_refused() -> None:
     assert named(Operation, "describe_configs") is Op.DESCRIBE_CONFIGS
     assert named(Operation, "IdempotentWrite") is Op.IDEMPOTENT_WRITE
     assert named(ResourceType, "TRANSACTIONAL_ID") is T.TRANSACTIONAL_ID
-    with pytest.raises(InvalidRequest, match="'Frobnicate' is not a Operation; one of: All, Read"):
+    with pytest.raises(InvalidRequest, match="'Frobnicate' is not an operation; one of: All, Read"):
         named(Operation, "Frobnicate")
 
 

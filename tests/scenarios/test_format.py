@@ -49,6 +49,16 @@ def test_a_good_file_parses_with_lines_and_labels() -> None:
         ),
         ("name: x\nsteps:\n  - create_topic: {name: t, colour: red}\n", 3, "unknown field 'colour'"),
         ("name: x\nsteps:\n  - kill: 1\n  bad: [\n", 4, "not valid YAML"),
+        (
+            "name: x\nsteps:\n  - create_acl: {name: t, principal: User:a, operation: Fly}\n",
+            3,
+            "'operation' must be one of All, Read, Write",
+        ),
+        (
+            "name: x\nsteps:\n  - add_producer: {topic: t, principal: alice}\n",
+            3,
+            "'principal' must be a principal that is written Type:name, e.g. User:alice",
+        ),
         ("name: x\nflavour: mint\nsteps:\n  - kill: 1\n", 2, "unknown top-level key 'flavour'"),
         (
             "name: x\nsteps:\n  - produce: {topic: t, key: k, value: v, tombstone: true}\n",

@@ -96,3 +96,19 @@ def test_every_producer_says_the_topic_it_writes_to() -> None:
     assert rows["checkout"].target == "orders · acks=all"
     assert rows["dashboard-acks-all"].target == "orders · acks=all"  # the produce form's producer
     assert rows["fresh"].target == "nothing written yet · acks=all"
+
+
+def test_each_client_shows_the_principal_its_requests_come_from() -> None:
+    from lab.engine.cluster import Cluster
+
+    cluster = Cluster.create(brokers=1, seed=1)
+    try:
+        cluster.create_topic("orders")
+        cluster.simulated_producer("orders", name="checkout", principal="User:alice")
+        cluster.simulated_consumer("billing", ["orders"], name="billing-1")
+        snap = cluster.snapshot()
+    finally:
+        cluster.close()
+    rows = {c.name: c for c in clients_view(snap).clients}
+    assert rows["checkout"].principal == "User:alice"
+    assert rows["billing-1"].principal == "User:admin"  # the lab's super user, by default

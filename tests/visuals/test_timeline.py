@@ -127,3 +127,15 @@ def test_what_real_clients_did_has_its_own_filter() -> None:
     assert [e.seq for e in view.events if e.real_client] == [8, 7, 6]
     assert timeline_filters(events).clients
     assert not timeline_filters(EVENTS).clients
+
+
+def test_a_denial_is_a_warning_about_its_topic_or_group() -> None:
+    denied = [
+        _e(1, "authorization_denied", topic="orders", broker=1),
+        _e(2, "authorization_denied", group="billing", broker=2),
+    ]
+    view = timeline(denied)
+    assert {(e.tone, e.glyph) for e in view.events} == {("warn", "!")}
+    assert view.events[0].kind_label == "authorization denied"
+    f = timeline_filters(denied)
+    assert (f.topics, f.groups) == (("orders",), ("billing",))

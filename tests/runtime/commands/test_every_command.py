@@ -93,6 +93,10 @@ def test_every_command_takes_and_answers_json_on_a_real_run(tmp_path: Path) -> N
         _reassigned(lab, wall, "t2", backwards)
         run("topic-elect-preferred", topic="t2", partitions=[0])
         run("topic-delete", topic="t2")
+        acl = {"resource_type": "Topic", "name": "orders", "principal": "User:alice", "operation": "Write"}
+        run("acl-create", **acl, pattern="literal", host="*", permission="allow")
+        run("acls", topic="orders")
+        run("acl-delete", **acl)
         run("client-producer", topic="orders", rate=5, acks="all", name="p1")
         run("client-consumer", group="cg", topics="orders", name="c1")
         run("client-stop", name="p1")
