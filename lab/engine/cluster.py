@@ -47,6 +47,7 @@ from lab.engine.metadata.store import (
 )
 from lab.engine.network import Network
 from lab.engine.scheduler import Scheduler
+from lab.engine.scram_store import ScramStore
 from lab.engine.tasks import Pending, Task
 
 if TYPE_CHECKING:
@@ -905,6 +906,20 @@ class Cluster:
         broker.spawn(broker.controlled_shutdown(), "controlled shutdown")
         if wait:
             self.wait_for(lambda: not broker.alive, 60_000, f"broker {broker_id} to shut down")
+
+    # ------------------------------------------------------------------ SCRAM users
+
+    def begin_scram(self, step: Callable[[ScramStore], Coroutine[Any, Any, T]], what: str) -> Pending[T]:
+        """A step on the users' SCRAM credentials (``lab.engine.scram_store``), made with the lab's own
+        ZooKeeper client as ``kafka-configs.sh --zookeeper`` does, without waiting."""
+
+        async def run() -> T:
+            return await step(ScramStore(await self._admin_session()))
+
+        return self._asking(Task.start(run(), what).outcome)
+
+    def scram(self, step: Callable[[ScramStore], Coroutine[Any, Any, T]], what: str = "the credentials") -> T:
+        return self._ask(self.begin_scram(step, what), what)
 
     # ------------------------------------------------------------------ reading
 

@@ -36,6 +36,8 @@ CLIENT_KINDS = frozenset(
         "client_disconnected",
         "client_activity",
         "client_errors",
+        "client_authenticated",
+        "client_authentication_failed",
         "topic_auto_created",
     }
 )
@@ -72,6 +74,7 @@ TONES: Mapping[str, str] = {
     "client_disconnected": "warn",  # the lab dropped a real client: a broker died, a bad frame...
     "client_gave_up": "warn",  # a real client gave up on a broker that did not answer
     "client_errors": "warn",  # a real client got errors that make it back off
+    "client_authentication_failed": "warn",  # a real client's SASL login was refused
     "isr_expand": "good",
     "zookeeper_reachable": "good",
     "zk_reconnected": "good",

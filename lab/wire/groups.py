@@ -41,7 +41,7 @@ async def find_coordinator(conn: Connection, request: Request) -> Any:
             )
             continue
         answer: p.FindCoordinatorResponse = await conn.call(p.FindCoordinatorRequest(key=key))
-        host, port = conn.server.advertised.get(answer.node_id, ("", -1))
+        host, port = conn.advertised.get(answer.node_id, ("", -1))
         error = answer.error
         if error is None and port < 0:
             error = "COORDINATOR_NOT_AVAILABLE"  # its broker has no open listener right now
