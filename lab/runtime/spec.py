@@ -19,6 +19,8 @@ from lab.engine.limits import BROKERS, CLOCK_RATE
 if TYPE_CHECKING:
     from lab.engine.cluster import Cluster
 
+SECURED = ("SASL_PLAINTEXT", "SSL", "SASL_SSL")  # the listeners a lab may have beside PLAINTEXT
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TopicSpec:
@@ -115,12 +117,20 @@ class LabSpec:
     # Each broker's Kafka listener port, kept so clients find the lab at the same address after
     # a restart. Empty: the lab has no listeners.
     ports: Mapping[int, int] = field(default_factory=dict)
+    # The listeners beside PLAINTEXT, by Kafka's security protocol (SASL_PLAINTEXT, SSL, SASL_SSL),
+    # each broker's port on each: what the lab was made with (``create_lab(listeners=...)``).
+    listeners: Mapping[str, Mapping[int, int]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not BROKERS.low <= self.brokers <= BROKERS.high:
             raise IllegalArgument(f"a lab has {BROKERS.low} to {BROKERS.high} brokers, not {self.brokers}")
         check_rate(self.rate)
         validate_broker_config(self.config)
+        for protocol in self.listeners:
+            if protocol not in SECURED:
+                raise IllegalArgument(
+                    f"a lab's listeners beside PLAINTEXT are {', '.join(SECURED)}, not {protocol!r}"
+                )
 
     def settings(self) -> dict[str, Any]:
         """The JSON the ``Lab`` row keeps (everything but the columns of its own)."""
@@ -131,6 +141,9 @@ class LabSpec:
             "topics": [t.to_json() for t in self.topics],
             "clients": [c.to_json() for c in self.clients],
             "ports": {str(b): port for b, port in sorted(self.ports.items())},
+            "listeners": {
+                p: {str(b): port for b, port in sorted(ports.items())} for p, ports in self.listeners.items()
+            },
         }
 
     @classmethod
@@ -149,6 +162,10 @@ class LabSpec:
             topics=tuple(TopicSpec.from_json(t) for t in settings.get("topics") or ()),
             clients=tuple(ClientSpec.from_json(c) for c in settings.get("clients") or ()),
             ports={int(b): int(port) for b, port in (settings.get("ports") or {}).items()},
+            listeners={
+                str(p): {int(b): int(port) for b, port in ports.items()}
+                for p, ports in (settings.get("listeners") or {}).items()
+            },
         )
 
     def with_topic(self, topic: TopicSpec) -> LabSpec:
@@ -162,6 +179,9 @@ class LabSpec:
 
     def with_ports(self, ports: Mapping[int, int]) -> LabSpec:
         return replace(self, ports=dict(ports))
+
+    def with_listeners(self, listeners: Mapping[str, Mapping[int, int]]) -> LabSpec:
+        return replace(self, listeners={p: dict(ports) for p, ports in listeners.items()})
 
     def with_rate(self, rate: float) -> LabSpec:
         return replace(self, rate=check_rate(rate))

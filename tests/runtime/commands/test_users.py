@@ -1,0 +1,71 @@
+"""SASL users' commands: the credential Kafka stores is what travels and what ZooKeeper keeps, never
+the password; bad input is refused where it arrives and changes nothing."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from lab.engine.errors import IllegalArgument, ResourceNotFound
+from lab.runtime.commands.users import credentials, upsert_args
+from tests.walltime import still_lab, until_done
+
+
+def test_users_are_created_listed_and_removed_and_the_password_is_nowhere(tmp_path: Path) -> None:
+    lab, wall = still_lab(tmp_path, "users")
+    try:
+        for credential in credentials("alice-secret"):
+            answer = until_done(lab, wall, lab.act("user-upsert", upsert_args("alice", credential)))
+            assert answer["message"].startswith(f"User alice has a {credential.mechanism} credential")
+        listed = until_done(lab, wall, lab.act("users", {}))
+        assert listed == {
+            "users": [
+                {
+                    "user": "alice",
+                    "credentials": [
+                        {"mechanism": "SCRAM-SHA-256", "iterations": 4096},
+                        {"mechanism": "SCRAM-SHA-512", "iterations": 4096},
+                    ],
+                }
+            ],
+            "complete": True,
+        }
+        tree = lab.submit(lambda live: live.cluster.zookeeper_tree("/config/users")).result(10)
+        stored = next(n for n in tree if n["path"] == "/config/users/alice")
+        assert set(json.loads(stored["data"])["config"]) == {"SCRAM-SHA-256", "SCRAM-SHA-512"}
+        journal = (tmp_path / "users" / "commands.jsonl").read_text()
+        assert "alice-secret" not in journal
+        assert "alice-secret" not in stored["data"]
+        until_done(lab, wall, lab.act("user-delete", {"user": "alice"}))
+        assert until_done(lab, wall, lab.act("users", {}))["users"] == []
+        with pytest.raises(ResourceNotFound, match="does not exist: alice"):
+            until_done(lab, wall, lab.act("user-delete", {"user": "alice"}))
+    finally:
+        lab.stop()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ({"user": "", "mechanism": "SCRAM-SHA-256", "credential": "x"}, "user is required"),
+        ({"user": "bob", "mechanism": "MD5", "credential": "x"}, "mechanism must be one of"),
+        ({"user": "bob", "mechanism": "SCRAM-SHA-256", "credential": "salt=1"}, "Kafka's form of a SCRAM"),
+        ({"user": "\x00", "mechanism": "SCRAM-SHA-256", "credential": "x"}, "printable"),
+    ],
+)
+def test_bad_input_is_refused_where_it_arrives(tmp_path: Path, args: dict, message: str) -> None:
+    lab, _ = still_lab(tmp_path, "bad-users")
+    try:
+        future = lab.act("user-upsert", args)
+        assert future.done()
+        with pytest.raises(IllegalArgument, match=message):
+            future.result()
+    finally:
+        lab.stop()
+
+
+def test_a_password_is_checked_before_anything_is_made() -> None:
+    with pytest.raises(IllegalArgument, match="a password cannot be empty"):
+        credentials("")
