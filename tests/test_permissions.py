@@ -62,6 +62,11 @@ class Route:
     given: Callable[[Any], None] | None = None  # what the owner's lab must hold for the route to apply
 
 
+def _has_tls(world: Any) -> None:
+    world.lab.settings = {**world.lab.settings, "listeners": {"SSL": {}}}
+    world.lab.save(update_fields=["settings"])
+
+
 def _plays_a_scenario(world: Any) -> None:
     from lab.classroom.models import ScenarioLab
 
@@ -77,6 +82,7 @@ ROUTES: dict[str, Route] = {
     "lab": Route(LAB_VIEW),
     "lab-act": Route(LAB_ACT, "POST", {"action": "heal"}),
     "lab-delete": Route(LAB_ACT, "POST"),
+    "lab-ca": Route(LAB_VIEW, given=_has_tls),
     "zookeeper-status": Route(LOGIN),
     # lab/accounts
     "account": Route(LOGIN),
