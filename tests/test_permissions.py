@@ -183,6 +183,9 @@ API_OPERATIONS: dict[tuple[str, str], tuple[str, Any]] = {
         API_ACT,
         {"topic": "orders", "to": "earliest"},
     ),
+    ("GET", "/api/labs/{slug}/users"): (API_READ, None),
+    ("POST", "/api/labs/{slug}/users"): (API_ACT, {"name": "alice", "password": "alice-secret"}),
+    ("DELETE", "/api/labs/{slug}/users/{user}"): (API_ACT, None),
     ("POST", "/api/labs/{slug}/brokers/{broker}/kill"): (API_ACT, {}),
     ("POST", "/api/labs/{slug}/brokers/{broker}/restart"): (API_ACT, None),
     ("POST", "/api/labs/{slug}/brokers/{broker}/pause"): (API_ACT, None),
@@ -514,6 +517,7 @@ def _api_path(path: str, world: World, run_id: str, spare: Lab, produced: str) -
         path.replace("{slug}", slug)
         .replace("{topic}", "scratch")
         .replace("{group}", "g")
+        .replace("{user}", "alice")
         .replace("{broker}", "1")
         .replace("{run_id}", run_id)
         .replace("{request_id}", produced)

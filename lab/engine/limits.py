@@ -137,6 +137,7 @@ USER_NAME = Text(
     rule="is printable text, not only spaces",
 )
 PASSWORD = Text(what="a password", min_length=1, max_length=200)
+SCRAM_ITERATIONS = Whole(what="iterations", low=4096, high=16_384)  # what Kafka accepts for a credential
 
 # ---------------------------------------------------------------------------- records
 

@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 from urllib.parse import unquote
 
+from lab.engine import limits
 from lab.engine.errors import (
     DuplicateResource,
     ResourceNotFound,
@@ -27,7 +28,7 @@ from lab.engine.metadata.store import BadVersion, NodeExists, NoNode, Stat
 from lab.engine.scram import MECHANISMS, MIN_ITERATIONS, USERS, ScramCredential, user_path
 from lab.engine.tasks import Pending
 
-MAX_ITERATIONS = 16_384  # Kafka refuses more
+MAX_ITERATIONS = limits.SCRAM_ITERATIONS.high  # Kafka refuses more
 RETRIES = 10  # conditional writes lost to another writer before giving up
 # Kafka's ScramMechanism codes, as AlterUserScramCredentials and DescribeUserScramCredentials carry them.
 MECHANISM_CODES: Mapping[str, int] = {"SCRAM-SHA-256": 1, "SCRAM-SHA-512": 2}
