@@ -118,6 +118,10 @@ ROUTES: dict[str, Route] = {
     "adminpanel:groups": Route(LAB_VIEW),
     "adminpanel:groups-list": Route(LAB_VIEW),
     "adminpanel:group-reset": Route(LAB_ACT, "POST"),
+    "adminpanel:users": Route(LAB_VIEW),
+    "adminpanel:users-list": Route(LAB_VIEW),
+    "adminpanel:user-create": Route(LAB_ACT, "POST"),
+    "adminpanel:user-delete": Route(LAB_ACT, "POST"),
     # lab/classroom: exercises, scenarios, demos
     "classroom:exercises": Route(LOGIN),
     "classroom:exercise": Route(LOGIN),
