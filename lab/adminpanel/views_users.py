@@ -86,6 +86,7 @@ async def create(panel: Panel) -> HttpResponse:
         return panel.render(
             f"{TEMPLATE}#user-form", context, status=400 if isinstance(error, IllegalArgument) else 409
         )
+    await panel.save_spec()  # the lab's users come back after a reset
     context["form"] = UserForm(initial={"mechanisms": list(CHOICES)})
     context["done"] = " ".join(f"{s}." for s in said)
     return panel.render(f"{TEMPLATE}#user-form", context, headers=CHANGED)
@@ -103,6 +104,7 @@ async def delete(panel: Panel) -> HttpResponse:
         return panel.render(
             f"{TEMPLATE}#users-list", context, status=400 if isinstance(error, IllegalArgument) else 404
         )
+    await panel.save_spec()
     context = await _context(panel)
     context["done"] = f"{said}."
     return panel.render(f"{TEMPLATE}#users-list", context, headers=CHANGED)

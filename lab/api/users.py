@@ -67,7 +67,9 @@ async def upsert_user(request: HttpRequest, slug: str, body: UserIn) -> Any:
     AlterUserScramCredentials does: a client can then log in over SASL_PLAINTEXT or SASL_SSL with
     SCRAM-SHA-256/512, or PLAIN, with this password."""
     made = await asyncio.to_thread(credentials, body.password, sorted(set(body.mechanisms)), body.iterations)
-    said = [await driver.act(request, slug, "user-upsert", upsert_args(body.name, c)) for c in made]
+    said = [
+        await driver.act(request, slug, "user-upsert", upsert_args(body.name, c), save=True) for c in made
+    ]
     return Status(201, {"message": " ".join(s["message"] + "." for s in said)})
 
 
@@ -81,4 +83,4 @@ async def delete_user(
     """Remove the user's credentials (or one mechanism's): its next login fails with
     SASL_AUTHENTICATION_FAILED; a connection already logged in stays, as in Kafka. RESOURCE_NOT_FOUND
     (a 404) when it has none."""
-    return await driver.act(request, slug, "user-delete", {"user": user, "mechanism": mechanism})
+    return await driver.act(request, slug, "user-delete", {"user": user, "mechanism": mechanism}, save=True)

@@ -719,6 +719,7 @@ class LiveLab:
             make,
             topics=spec.topics,
             brokers=spec.brokers,
+            users=spec.users,
             tick_ms=int(self.tick_s * 1000),
             hosts=self.zookeeper or "",
         )

@@ -120,6 +120,9 @@ class LabSpec:
     # The listeners beside PLAINTEXT, by Kafka's security protocol (SASL_PLAINTEXT, SSL, SASL_SSL),
     # each broker's port on each: what the lab was made with (``create_lab(listeners=...)``).
     listeners: Mapping[str, Mapping[int, int]] = field(default_factory=dict)
+    # SASL users a person made (the admin panel, the API): user -> mechanism -> Kafka's credential text
+    # (salt, StoredKey, ServerKey, iterations; never the password), written again to a fresh cluster.
+    users: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not BROKERS.low <= self.brokers <= BROKERS.high:
@@ -144,6 +147,7 @@ class LabSpec:
             "listeners": {
                 p: {str(b): port for b, port in sorted(ports.items())} for p, ports in self.listeners.items()
             },
+            "users": {u: dict(sorted(found.items())) for u, found in sorted(self.users.items())},
         }
 
     @classmethod
@@ -166,6 +170,10 @@ class LabSpec:
                 str(p): {int(b): int(port) for b, port in ports.items()}
                 for p, ports in (settings.get("listeners") or {}).items()
             },
+            users={
+                str(u): {str(m): str(t) for m, t in found.items()}
+                for u, found in (settings.get("users") or {}).items()
+            },
         )
 
     def with_topic(self, topic: TopicSpec) -> LabSpec:
@@ -182,6 +190,14 @@ class LabSpec:
 
     def with_listeners(self, listeners: Mapping[str, Mapping[int, int]]) -> LabSpec:
         return replace(self, listeners={p: dict(ports) for p, ports in listeners.items()})
+
+    def with_user(self, user: str, mechanism: str, credential: str) -> LabSpec:
+        return replace(self, users={**self.users, user: {**self.users.get(user, {}), mechanism: credential}})
+
+    def without_user(self, user: str, mechanism: str = "") -> LabSpec:
+        left = {m: t for m, t in self.users.get(user, {}).items() if mechanism and m != mechanism}
+        users = {u: found for u, found in self.users.items() if u != user}
+        return replace(self, users={**users, user: left} if left else users)
 
     def with_rate(self, rate: float) -> LabSpec:
         return replace(self, rate=check_rate(rate))

@@ -69,3 +69,20 @@ def test_bad_input_is_refused_where_it_arrives(tmp_path: Path, args: dict, messa
 def test_a_password_is_checked_before_anything_is_made() -> None:
     with pytest.raises(IllegalArgument, match="a password cannot be empty"):
         credentials("")
+
+
+def test_the_users_are_kept_in_the_spec_and_come_back_after_a_reset(tmp_path: Path) -> None:
+    lab, wall = still_lab(tmp_path, "kept-users")
+    try:
+        for credential in credentials("alice-secret"):
+            until_done(lab, wall, lab.act("user-upsert", upsert_args("alice", credential)))
+        until_done(lab, wall, lab.act("user-upsert", upsert_args("bob", credentials("pw")[0])))
+        until_done(lab, wall, lab.act("user-delete", {"user": "bob"}))
+        assert set(lab.spec.users) == {"alice"}
+        assert set(lab.spec.users["alice"]) == {"SCRAM-SHA-256", "SCRAM-SHA-512"}
+        assert "alice-secret" not in json.dumps(lab.spec.settings())
+        until_done(lab, wall, lab.act("clock-reset", {}))
+        listed = until_done(lab, wall, lab.act("users", {}))
+        assert [u["user"] for u in listed["users"]] == ["alice"]
+    finally:
+        lab.stop()
