@@ -276,3 +276,16 @@ def test_kcat_produces_and_consumes_with_scram_over_sasl_ssl(kafka_lab: ServedCl
     )
     assert consumed.returncode == 0, consumed.stderr
     assert [line for line in consumed.stdout.splitlines() if line.startswith(tag)] == lines
+
+
+def test_the_clients_view_shows_who_logged_in_and_by_which_listener(kafka_lab: ServedCluster) -> None:
+    producer = Producer({**scram(kafka_lab), "client.id": "who-am-i"})
+    producer.produce("orders", b"hello")
+    assert producer.flush(30) == 0
+
+    def rows() -> list:
+        return [r for r in kafka_lab.lab.frame.views["wire-clients"].rows if r.client_id == "who-am-i"]  # type: ignore[attr-defined]
+
+    assert wait_until(lambda: bool(rows()), 15)
+    assert {(r.listener, r.principal) for r in rows()} == {("SASL_SSL", "User:alice")}
+    del producer
