@@ -25,7 +25,12 @@ router = Router(tags=["users"])
 
 Mechanism = Literal["SCRAM-SHA-256", "SCRAM-SHA-512"]
 MECHANISMS: tuple[Mechanism, ...] = ("SCRAM-SHA-256", "SCRAM-SHA-512")
-UserName = Path(..., min_length=limits.USER_NAME.min_length, max_length=limits.USER_NAME.max_length)
+UserName = Path(
+    ...,
+    min_length=limits.USER_NAME.min_length,
+    max_length=limits.USER_NAME.max_length,
+    pattern=limits.USER_NAME.json_pattern,
+)
 
 
 class UserIn(In):

@@ -35,6 +35,10 @@ def credentials(
 ) -> list[ScramCredential]:
     """What Kafka stores for ``password`` under each mechanism, each with a salt of its own."""
     limits.PASSWORD.check(password)
+    try:
+        password.encode()
+    except UnicodeEncodeError:
+        raise IllegalArgument("a password is text UTF-8 can write (no lone surrogate)") from None
     return [
         ScramCredential.make(m, password, secrets.token_bytes(SALT_BYTES), iterations) for m in mechanisms
     ]

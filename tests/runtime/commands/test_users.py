@@ -86,3 +86,8 @@ def test_the_users_are_kept_in_the_spec_and_come_back_after_a_reset(tmp_path: Pa
         assert [u["user"] for u in listed["users"]] == ["alice"]
     finally:
         lab.stop()
+
+
+def test_a_password_utf8_cannot_write_is_refused() -> None:
+    with pytest.raises(IllegalArgument, match="UTF-8"):
+        credentials("\ud800")
