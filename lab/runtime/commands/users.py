@@ -20,6 +20,7 @@ from lab.engine import limits
 from lab.engine.errors import IllegalArgument, ResourceNotFound
 from lab.engine.scram import MECHANISMS, MIN_ITERATIONS, ScramCredential
 from lab.engine.scram_store import ScramStore
+from lab.engine.tasks import Pending
 from lab.runtime.actions import Act, _choice, _text, in_flight, on_success, register, register_read
 
 if TYPE_CHECKING:
@@ -59,10 +60,10 @@ def _mechanism(p: Mapping[str, Any], *, required: bool = True) -> str:
     return _choice(p, "mechanism", CHOICES)
 
 
-def _answer(what: str) -> Any:
+def _answer(asked: Pending[Any], what: str) -> Any:
     def answer(value: object, settled: bool) -> dict[str, Any]:
-        if value is None:
-            return {"message": f"{what}: asked for; ZooKeeper answers when the lab's clock runs again."}
+        if not asked.done():  # the lab's clock is paused: the write waits for it
+            return {"message": f"{what}: asked for; ZooKeeper answers when the lab's clock runs again"}
         return {"message": what}
 
     return answer
@@ -90,7 +91,9 @@ def _upsert(p: Mapping[str, Any]) -> Act:
             lab,
             asked,
             settled=lambda _: True,
-            answer=_answer(f"User {user} has a {mechanism} credential ({credential.iterations} iterations)"),
+            answer=_answer(
+                asked, f"User {user} has a {mechanism} credential ({credential.iterations} iterations)"
+            ),
             what=f"{user}'s credential",
             wait_s=WAIT_S,
         )
@@ -117,7 +120,7 @@ def _delete(p: Mapping[str, Any]) -> Act:
             lab,
             asked,
             settled=lambda _: True,
-            answer=_answer(what),
+            answer=_answer(asked, what),
             what=f"{user}'s credentials",
             wait_s=WAIT_S,
         )

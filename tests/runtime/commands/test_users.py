@@ -10,7 +10,7 @@ import pytest
 
 from lab.engine.errors import IllegalArgument, ResourceNotFound
 from lab.runtime.commands.users import credentials, upsert_args
-from tests.walltime import still_lab, until_done
+from tests.walltime import advance, still_lab, until_done
 
 
 def test_users_are_created_listed_and_removed_and_the_password_is_nowhere(tmp_path: Path) -> None:
@@ -18,7 +18,9 @@ def test_users_are_created_listed_and_removed_and_the_password_is_nowhere(tmp_pa
     try:
         for credential in credentials("alice-secret"):
             answer = until_done(lab, wall, lab.act("user-upsert", upsert_args("alice", credential)))
-            assert answer["message"].startswith(f"User alice has a {credential.mechanism} credential")
+            assert (
+                answer["message"] == f"User alice has a {credential.mechanism} credential (4096 iterations)"
+            )
         listed = until_done(lab, wall, lab.act("users", {}))
         assert listed == {
             "users": [
@@ -91,3 +93,20 @@ def test_the_users_are_kept_in_the_spec_and_come_back_after_a_reset(tmp_path: Pa
 def test_a_password_utf8_cannot_write_is_refused() -> None:
     with pytest.raises(IllegalArgument, match="UTF-8"):
         credentials("\ud800")
+
+
+def test_with_the_clock_paused_the_answer_says_the_write_waits_for_it(tmp_path: Path) -> None:
+    lab, wall = still_lab(tmp_path, "paused-users")
+    try:
+        until_done(lab, wall, lab.act("clock-pause", {}))
+        (credential,) = credentials("pw", ["SCRAM-SHA-256"])
+        answer = until_done(lab, wall, lab.act("user-upsert", upsert_args("alice", credential)))
+        assert answer["message"] == (
+            "User alice has a SCRAM-SHA-256 credential (4096 iterations): asked for; "
+            "ZooKeeper answers when the lab's clock runs again"
+        )
+        until_done(lab, wall, lab.act("clock-resume", {}))
+        advance(lab, wall, 1.0)  # a second of the lab's time: the write's round trips to ZooKeeper land
+        assert [u["user"] for u in until_done(lab, wall, lab.act("users", {}))["users"]] == ["alice"]
+    finally:
+        lab.stop()
