@@ -23,6 +23,7 @@ def test_a_secured_lab_from_the_form_to_a_client_that_logs_in(
     form.get_by_label("Name").fill("Locked down")
     form.get_by_label("Brokers").fill("1")
     form.get_by_label("SASL_SSL").check()
+    form.screenshot(path=str(artifacts / "secured-new-lab.png"))
     form.get_by_role("button", name="Create lab").click()
     expect(page).to_have_url(re.compile(r"/labs/[a-z0-9-]+/$"))
     expect(page.locator("#live-status")).to_have_text("● live")
