@@ -17,14 +17,15 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from lab.engine.errors import KafkaError
+from lab.runtime.commands.users import credentials, upsert_args
 from lab.runtime.live import Listen, LiveLab
-from lab.runtime.spec import LabSpec, TopicSpec
+from lab.runtime.spec import SECURED, LabSpec, TopicSpec
 
 
 class ClusterHandle:
@@ -59,6 +60,17 @@ class ServedCluster:
     bootstrap_servers: str
     lab: LiveLab
 
+    def bootstrap(self, protocol: str = "PLAINTEXT") -> str:
+        """``bootstrap.servers`` of the listener with Kafka's security protocol ``protocol``."""
+        assert self.lab.listeners is not None
+        return self.lab.listeners.bootstrap_for(protocol)
+
+    @property
+    def ca_file(self) -> str:
+        """The lab's CA certificate (PEM), which clients of the SSL listeners verify the brokers with."""
+        self.lab.lab_tls.ca_pem()
+        return str(self.lab.lab_tls.ca_file)
+
     @property
     def cluster(self) -> ClusterHandle:
         return ClusterHandle(self.lab)
@@ -67,7 +79,11 @@ class ServedCluster:
     def brokers(self) -> dict[int, str]:
         """Each broker's ``host:port``."""
         assert self.lab.listeners is not None
-        return {s.broker_id: f"{s.host}:{s.port}" for s in self.lab.listeners.states()}
+        return {
+            s.broker_id: f"{s.host}:{s.port}"
+            for s in self.lab.listeners.states()
+            if s.protocol == "PLAINTEXT"
+        }
 
 
 def free_ports(count: int, host: str = "127.0.0.1", *, start: int = 20_000, stop: int = 60_000) -> int:
@@ -109,6 +125,14 @@ def parse_topic(text: str) -> TopicSpec:
     return TopicSpec(name=name, partitions=partitions, replication_factor=rf)
 
 
+def parse_user(text: str) -> tuple[str, str]:
+    """``name:password``."""
+    name, sep, password = text.partition(":")
+    if not name or not sep or not password:
+        raise argparse.ArgumentTypeError(f"--user {text!r}: use name:password")
+    return name, password
+
+
 @contextlib.contextmanager
 def serve(
     *,
@@ -120,9 +144,13 @@ def serve(
     advertised_host: str | None = None,
     topics: Sequence[TopicSpec] = (),
     config: dict[str, str] | None = None,
+    listeners: Sequence[str] = (),
+    users: Mapping[str, str] | None = None,
     timeout_s: float = 30.0,
 ) -> Iterator[ServedCluster]:
-    """Serve a cluster until the block ends."""
+    """Serve a cluster until the block ends. ``listeners``: security protocols beside PLAINTEXT
+    (SASL_PLAINTEXT, SSL, SASL_SSL), each on the ports after the last one's; ``users``: name to
+    password, given SCRAM-SHA-256 and SCRAM-SHA-512 credentials (what SASL checks)."""
     with contextlib.ExitStack() as stack:
         if data_dir is None:
             data_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="kafka-lab-")))
@@ -136,6 +164,10 @@ def serve(
             config=dict(config or {}),
             topics=tuple(topics),
             ports={b: port + b - 1 for b in range(1, brokers + 1)},
+            listeners={
+                protocol: {b: port + n * brokers + b - 1 for b in range(1, brokers + 1)}
+                for n, protocol in enumerate(listeners, start=1)
+            },
         )
         listen = Listen(bind_host=host, advertised_host=advertised_host or host)
         # A standalone cluster keeps Kafka's time whether or not a client is connected: it never sleeps.
@@ -145,6 +177,9 @@ def serve(
         lab.ready.result(timeout_s)
         if lab.state != "running":
             raise KafkaError(f"the cluster did not start: {lab.error}")
+        for user, password in (users or {}).items():
+            for credential in credentials(password):
+                lab.act("user-upsert", upsert_args(user, credential)).result(timeout_s)
         deadline = time.monotonic() + timeout_s
         while True:
             states = lab.listeners.states() if lab.listeners is not None else []
@@ -178,6 +213,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         metavar="NAME[:PARTITIONS[:RF]]",
         help="a topic to create at start (repeatable)",
     )
+    parser.add_argument(
+        "--listener",
+        action="append",
+        choices=SECURED,
+        default=[],
+        help="a listener beside PLAINTEXT, on the ports after the last one's (repeatable)",
+    )
+    parser.add_argument(
+        "--user",
+        action="append",
+        type=parse_user,
+        default=[],
+        metavar="NAME:PASSWORD",
+        help="a user with SCRAM-SHA-256/512 credentials, for the SASL listeners (repeatable)",
+    )
     args = parser.parse_args(argv)
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -191,8 +241,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             host=args.host,
             advertised_host=args.advertised_host,
             topics=args.topic,
+            listeners=args.listener,
+            users=dict(args.user),
         ) as served:
             print(f"bootstrap.servers={served.bootstrap_servers}", flush=True)
+            for protocol in args.listener:
+                print(f"{protocol}: bootstrap.servers={served.bootstrap(protocol)}", flush=True)
+            if any(p.endswith("SSL") for p in args.listener):
+                print(f"ssl.ca.location={served.ca_file}", flush=True)
             stop.wait()
     except (KafkaError, OSError, TimeoutError) as error:
         print(f"python -m lab.cluster: {error}", file=sys.stderr)

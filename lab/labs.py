@@ -38,6 +38,7 @@ from lab.runtime.spec import (
     DEMO_CLIENTS,
     DEMO_CONFIG,
     DEMO_TOPICS,
+    SECURED,
     ClientSpec,
     LabSpec,
     TopicSpec,
@@ -157,12 +158,14 @@ def create_lab(
     topics: Iterable[TopicSpec] = (),
     clients: Iterable[ClientSpec] = (),
     rate: float = 1.0,
+    listeners: Iterable[str] = (),
 ) -> Lab:
     """A new lab row: the one way a lab is made, so every path meets the same checks.
 
     A bad name, broker count or config is refused (``IllegalArgument``, ``InvalidConfig``), and so is a
     lab beyond the owner's or the server's limit (``lab.limits``: ``TooManyLabs``, ``ServerFull``, both
-    ``POLICY_VIOLATION``); then nothing is created. The counts, the slug and the row are one
+    ``POLICY_VIOLATION``); then nothing is created. ``listeners``: Kafka's security protocols the lab
+    listens with beside PLAINTEXT (SASL_PLAINTEXT, SSL, SASL_SSL), each on ports of its own. The counts, the slug and the row are one
     transaction, so two requests at once cannot both take the last place or the same slug.
     """
     name = name.strip()
@@ -170,6 +173,7 @@ def create_lab(
         raise IllegalArgument("a lab needs a name")
     limits.LAB_NAME.check(name)  # the API's schema says the same
     clean = validate_broker_config(config or {})
+    secured = check_listeners(listeners)
     chroot_base = f"{CHROOT_PREFIX}/{instance_id()}"
     with transaction.atomic():
         lab_limits.take_a_place(owner)
@@ -195,8 +199,23 @@ def create_lab(
             zookeeper_chroot=spec.chroot,
         )
         # Each broker's Kafka listener port, the lab's for its life (lab.ports); none left refuses the lab.
-        save_spec(lab, spec.with_ports(ports.allocate(lab, range(1, brokers + 1))))
+        spec = spec.with_ports(ports.allocate(lab, range(1, brokers + 1)))
+        spec = spec.with_listeners(
+            {p: ports.allocate(lab, range(1, brokers + 1), listener=p) for p in secured}
+        )
+        save_spec(lab, spec)
         return lab
+
+
+def check_listeners(listeners: Iterable[str]) -> tuple[str, ...]:
+    """The secured listeners asked for, in Kafka's order; IllegalArgument for any other name."""
+    asked = [str(p).strip().upper() for p in listeners if str(p).strip()]
+    unknown = [p for p in asked if p not in SECURED and p != "PLAINTEXT"]
+    if unknown:
+        raise IllegalArgument(
+            f"a lab listens with PLAINTEXT and any of {', '.join(SECURED)}, not {', '.join(unknown)}"
+        )
+    return tuple(p for p in SECURED if p in asked)
 
 
 def delete_lab_data(lab: Lab) -> None:
@@ -274,6 +293,13 @@ def live_of(lab: Lab) -> LiveLab:
             save_spec(lab, spec)
         except ports.NoFreePorts as error:  # the lab runs all the same; its page says why it has no listeners
             log.warning("lab %s: %s", lab.slug, error.message)
+    for protocol, have in spec.listeners.items():
+        if any(b not in have for b in range(1, lab.brokers + 1)):  # the lab grew: the new brokers' ports
+            try:
+                spec = spec.with_listeners({**spec.listeners, protocol: ports.ensure_ports(lab, protocol)})
+                save_spec(lab, spec)
+            except ports.NoFreePorts as error:
+                log.warning("lab %s: %s", lab.slug, error.message)
     live = runtime.start(
         spec,
         zookeeper=store.zookeeper,

@@ -51,10 +51,14 @@ class LabPort(models.Model):
     lab = models.ForeignKey(Lab, on_delete=models.CASCADE, related_name="ports")
     broker = models.PositiveSmallIntegerField()
     port = models.PositiveIntegerField(unique=True)
+    # Kafka's security protocol of the listener: PLAINTEXT, or SASL_PLAINTEXT, SSL, SASL_SSL.
+    listener = models.CharField(max_length=16, default="PLAINTEXT")
 
     class Meta:
-        ordering = ("lab", "broker")
-        constraints = [models.UniqueConstraint(fields=("lab", "broker"), name="one_port_per_broker")]
+        ordering = ("lab", "listener", "broker")
+        constraints = [
+            models.UniqueConstraint(fields=("lab", "broker", "listener"), name="one_port_per_broker_listener")
+        ]
 
     def __str__(self) -> str:
-        return f"{self.lab.slug} broker {self.broker}: {self.port}"
+        return f"{self.lab.slug} broker {self.broker} {self.listener}: {self.port}"

@@ -7,6 +7,10 @@ once take turns; ``LabPort.port`` being unique is the database's last word even 
 on this machine already listens on is passed over. The rows live as long as the lab and the lab's
 settings keep a copy (``ports``, what starting it reads, with no query): ``make run`` reopens the same
 ports after a restart, so a client's ``bootstrap.servers`` stays right; deleting the lab frees them.
+
+A lab made with secured listeners (SASL_PLAINTEXT, SSL, SASL_SSL beside PLAINTEXT) has a port per
+broker on each, allocated the same way: the rows say which listener (``LabPort.listener``), the
+settings keep them under ``listeners``.
 """
 
 from __future__ import annotations
@@ -74,8 +78,11 @@ def port_is_free(host: str, port: int) -> bool:
     return True
 
 
-def allocate(lab: Lab, brokers: Iterable[int], using: str = "default") -> dict[int, int]:
-    """Give each of ``brokers`` a port of its own, in the transaction that makes (or grows) ``lab``."""
+def allocate(
+    lab: Lab, brokers: Iterable[int], using: str = "default", *, listener: str = "PLAINTEXT"
+) -> dict[int, int]:
+    """Give each of ``brokers`` a port of its own on ``listener``, in the transaction that makes (or
+    grows) ``lab``."""
     if not transaction.get_connection(using).in_atomic_block:
         raise RuntimeError("ports are allocated inside the transaction that makes the lab")
     one_maker_at_a_time(using)
@@ -88,29 +95,29 @@ def allocate(lab: Lab, brokers: Iterable[int], using: str = "default") -> dict[i
         port = next((p for p in candidates if p not in taken and port_is_free(host, p)), None)
         if port is None:
             raise NoFreePorts(
-                f"No free port is left for broker {broker}'s listener in LAB_WIRE_PORTS ({ports}, "
+                f"No free port is left for broker {broker}'s {listener} listener in LAB_WIRE_PORTS ({ports}, "
                 f"{len(ports)} ports): they are other labs' or in use on this machine. Delete labs "
                 "nobody uses, or widen LAB_WIRE_PORTS."
             )
-        LabPort.objects.using(using).create(lab=lab, broker=broker, port=port)
+        LabPort.objects.using(using).create(lab=lab, broker=broker, port=port, listener=listener)
         taken.add(port)
         given[broker] = port
     return given
 
 
-def ports_of(lab: Lab) -> dict[int, int]:
-    """Each broker's port, as stored."""
-    return dict(LabPort.objects.filter(lab=lab).values_list("broker", "port"))
+def ports_of(lab: Lab, listener: str = "PLAINTEXT") -> dict[int, int]:
+    """Each broker's port on ``listener``, as stored."""
+    return dict(LabPort.objects.filter(lab=lab, listener=listener).values_list("broker", "port"))
 
 
-def ensure_ports(lab: Lab) -> dict[int, int]:
-    """The lab's ports, a new one for each broker that has none (a lab made before labs had
-    listeners, or one that grew); what was given before never changes."""
-    have = ports_of(lab)
+def ensure_ports(lab: Lab, listener: str = "PLAINTEXT") -> dict[int, int]:
+    """The lab's ports on ``listener``, a new one for each broker that has none (a lab made before labs
+    had listeners, or one that grew); what was given before never changes."""
+    have = ports_of(lab, listener)
     if all(b in have for b in range(1, lab.brokers + 1)):
         return have
     with transaction.atomic():
         one_maker_at_a_time()
-        have = ports_of(lab)  # as it is now that no other maker runs
-        allocate(lab, [b for b in range(1, lab.brokers + 1) if b not in have])
-    return ports_of(lab)
+        have = ports_of(lab, listener)  # as it is now that no other maker runs
+        allocate(lab, [b for b in range(1, lab.brokers + 1) if b not in have], listener=listener)
+    return ports_of(lab, listener)

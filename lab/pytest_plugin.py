@@ -9,7 +9,9 @@ JVM::
         kafka_lab.cluster.kill_broker(1)   # the engine's Cluster API, for faults
 
 Ask for more with a marker: ``@pytest.mark.kafka_lab(brokers=3, topics=["orders:3:3"],
-config={"min.insync.replicas": "2"})``.
+config={"min.insync.replicas": "2"})``; secured listeners and their users with
+``listeners=["SASL_SSL"], users={"alice": "alice-secret"}`` (``kafka_lab.bootstrap("SASL_SSL")``,
+``kafka_lab.ca_file``).
 """
 
 from __future__ import annotations
@@ -25,7 +27,9 @@ if TYPE_CHECKING:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
-        "markers", "kafka_lab(brokers=3, topics=(), config=None): options of the kafka_lab fixture's cluster"
+        "markers",
+        "kafka_lab(brokers=3, topics=(), config=None, listeners=(), users=None): options of the kafka_lab "
+        "fixture's cluster",
     )
 
 
@@ -41,11 +45,14 @@ def kafka_lab(
     brokers = int(options.get("brokers", 3))
     topics = [parse_topic(t) if isinstance(t, str) else t for t in options.get("topics", ())]
     config = {str(k): str(v) for k, v in (options.get("config") or {}).items()}
+    listeners = [str(p) for p in options.get("listeners", ())]
     with serve(
         brokers=brokers,
-        port=free_ports(brokers),
+        port=free_ports(brokers * (1 + len(listeners))),
         data_dir=tmp_path_factory.mktemp("kafka-lab"),
         topics=topics,
         config=config,
+        listeners=listeners,
+        users={str(k): str(v) for k, v in (options.get("users") or {}).items()},
     ) as served:
         yield served

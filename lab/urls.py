@@ -15,6 +15,7 @@ urlpatterns = [
     path("labs/new/", views.new_lab, name="lab-new"),
     path("labs/<slug:slug>/", views_lab.lab_page, name="lab"),
     path("labs/<slug:slug>/act/<slug:action>/", views_lab.act, name="lab-act"),
+    path("labs/<slug:slug>/ca.pem", views_lab.lab_ca, name="lab-ca"),
     path("labs/<slug:slug>/delete/", views.delete_lab, name="lab-delete"),
     path("labs/<slug:slug>/admin/", include("lab.adminpanel.urls")),
     path("status/zookeeper/", views.zookeeper_status_card, name="zookeeper-status"),

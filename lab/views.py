@@ -24,6 +24,7 @@ from lab.labs import DEMO_PASSWORD_FILE, create_lab, delete_lab_data, live_of, o
 from lab.limits import LabLimitReached
 from lab.models import Lab
 from lab.runtime.registry import running_labs
+from lab.runtime.spec import SECURED
 from lab.visuals.glossary import tip
 from lab.zookeeper_server import INSTALL_HINT, ZooKeeperStatus, zookeeper_status
 
@@ -69,6 +70,7 @@ def _home_context(request: HttpRequest) -> dict[str, object]:
         session_default=BROKER_KEYS["zookeeper.session.timeout.ms"].default,
         session_min=int(BROKER_KEYS["zookeeper.session.timeout.ms"].minimum or 0),
         session_max=int(BROKER_KEYS["zookeeper.session.timeout.ms"].maximum or 0),
+        secured_listeners=SECURED,
     )
     return context
 
@@ -93,6 +95,7 @@ def _home_with_error(request: HttpRequest, text: str, *, status: int) -> HttpRes
     context = _home_context(request)
     context["new_lab_error"] = text
     context["new_lab_values"] = request.POST
+    context["new_lab_listeners"] = request.POST.getlist("listeners")
     return render(request, "lab/home.html", context, status=status)
 
 
@@ -109,7 +112,13 @@ def new_lab(request: HttpRequest) -> HttpResponse:
     except ValueError:
         brokers = 0
     try:
-        lab = create_lab(request.user, request.POST.get("name", ""), brokers=brokers, config=config)
+        lab = create_lab(
+            request.user,
+            request.POST.get("name", ""),
+            brokers=brokers,
+            config=config,
+            listeners=request.POST.getlist("listeners"),
+        )
     except LabLimitReached as refused:
         return _home_with_error(request, refused.tell(request.user), status=409)
     except KafkaError as error:

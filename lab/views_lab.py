@@ -28,6 +28,7 @@ from lab.models import Lab
 from lab.request_size import reads_too_large, too_large, too_large_message
 from lab.runtime.actions import CONTROLS
 from lab.runtime.live import LiveLab
+from lab.runtime.tls import LabTls
 from lab.visuals.glossary import governed_by
 
 ACT_TIMEOUT_S = 60.0
@@ -122,3 +123,18 @@ async def act(request: HttpRequest, slug: str, action: str) -> HttpResponse:
         return _toast(False, text, status=504)
     await asave_spec(lab, live.spec)
     return _toast(True, str(result["message"] if isinstance(result, dict) else result))
+
+
+@require_GET
+@login_required
+def lab_ca(request: HttpRequest, slug: str) -> HttpResponse:
+    """The lab's CA certificate (PEM): what a client of its SSL and SASL_SSL listeners verifies the
+    brokers with (``ssl.ca.location``, ``ssl_cafile``). Whoever may see the lab's page may take it; a
+    lab without TLS listeners has none (404)."""
+    lab = access.lab_for(request.user, slug)
+    if not any(p.endswith("SSL") for p in (lab.settings.get("listeners") or {})):
+        raise Http404("This lab has no SSL listener, so no CA.")
+    pem = LabTls(lab.data_dir, lab=lab.slug, hosts=[str(settings.LAB_ADVERTISED_HOST)]).ca_pem()
+    response = HttpResponse(pem, content_type="application/x-pem-file")
+    response["Content-Disposition"] = f'attachment; filename="{lab.slug}-ca.pem"'
+    return response

@@ -256,16 +256,9 @@ class Worker:
 
 def listeners_of(live: Any) -> dict[str, Any]:
     """``bootstrap_servers`` and each broker's listener, as the API's lab shows them (JSON)."""
-    from lab.listening import view_of
+    from lab.listening import listeners_json
 
-    view = view_of(live)
-    return {
-        "bootstrap_servers": view.bootstrap_servers,
-        "listeners": [
-            {"broker": b.broker_id, "host": b.host, "port": b.port, "open": b.open, "error": b.error or None}
-            for b in view.brokers
-        ],
-    }
+    return listeners_json(live)
 
 
 def page_lapse_s() -> float:

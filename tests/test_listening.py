@@ -282,3 +282,56 @@ def test_the_snippets_run_as_copied_from_the_page(client: Client) -> None:
         program = snippets[name].replace('"my-app"', f'"my-app-{name}"')
         line = _first_line_with([sys.executable, "-u", "-c", program], "hello", timeout_s=60)
         assert "key1" in line, name
+
+
+def test_a_lab_with_secured_listeners_shows_each_with_its_ca_and_snippets_that_work(
+    client: Client, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from lab.runtime.commands.users import credentials, upsert_args
+
+    ada = make_user()
+    client.force_login(ada)  # type: ignore[arg-type]
+    lab = make_lab(ada, listeners=["SASL_SSL"])
+    live = _started(lab)
+    secured = ports_of(lab, "SASL_SSL")
+    bootstrap = ",".join(f"127.0.0.1:{secured[b]}" for b in (1, 2, 3))
+    view = _listeners(live, lambda v: v.secured and all(b.open for b in v.secured[0].brokers))
+    assert view.secured[0].bootstrap_servers == bootstrap
+    page = _page(client, lab)
+    panel = page[page.index('id="view-connect"') :]
+    assert f'id="bootstrap-sasl_ssl" class="bootstrap-value" readonly value="{bootstrap}"' in panel
+    assert "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SASL_SSL:SASL_SSL" in html.unescape(panel)
+    ca_url = f"/labs/{lab.slug}/ca.pem"
+    assert f'href="{ca_url}"' in panel
+    ca = client.get(ca_url)
+    assert ca.status_code == 200
+    assert ca["Content-Disposition"] == f'attachment; filename="{lab.slug}-ca.pem"'
+    assert ca.content.startswith(b"-----BEGIN CERTIFICATE-----")
+    # The snippet, as a person copies it, with the CA saved where it says and the user made.
+    for credential in credentials("alice-secret"):
+        live.act("user-upsert", upsert_args("alice", credential)).result(30)
+    (tmp_path / f"{lab.slug}-ca.pem").write_bytes(ca.content)
+    monkeypatch.chdir(tmp_path)
+    snippets = {
+        name: html.unescape(text)
+        for name, text in re.findall(
+            r'<pre class="snippet-code" id="snippet-([\w-]+)"[^>]*>(.*?)</pre>', panel, re.S
+        )
+    }
+    producing = snippets["kafka-python-sasl_ssl"].split("consumer =")[0]
+    exec(compile(producing, "snippet", "exec"), {})
+    assert any(
+        e.kind == "client_authenticated" and "User:alice" in e.text
+        for e in live.submit(lambda lab: lab.cluster.events()).result(10)
+    )
+
+
+def test_a_lab_without_tls_has_no_ca_to_download(client: Client) -> None:
+    ada = make_user()
+    client.force_login(ada)  # type: ignore[arg-type]
+    lab = make_lab(ada, listeners=["SASL_PLAINTEXT"])
+    assert client.get(f"/labs/{lab.slug}/ca.pem").status_code == 404
+    other = make_user("bob")
+    client.force_login(other)  # type: ignore[arg-type]
+    secured = make_lab(ada, "Secured", listeners=["SSL"])
+    assert client.get(f"/labs/{secured.slug}/ca.pem").status_code == 404  # not bob's to see

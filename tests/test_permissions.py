@@ -62,6 +62,11 @@ class Route:
     given: Callable[[Any], None] | None = None  # what the owner's lab must hold for the route to apply
 
 
+def _has_tls(world: Any) -> None:
+    world.lab.settings = {**world.lab.settings, "listeners": {"SSL": {}}}
+    world.lab.save(update_fields=["settings"])
+
+
 def _plays_a_scenario(world: Any) -> None:
     from lab.classroom.models import ScenarioLab
 
@@ -77,6 +82,7 @@ ROUTES: dict[str, Route] = {
     "lab": Route(LAB_VIEW),
     "lab-act": Route(LAB_ACT, "POST", {"action": "heal"}),
     "lab-delete": Route(LAB_ACT, "POST"),
+    "lab-ca": Route(LAB_VIEW, given=_has_tls),
     "zookeeper-status": Route(LOGIN),
     # lab/accounts
     "account": Route(LOGIN),
@@ -115,6 +121,10 @@ ROUTES: dict[str, Route] = {
     "adminpanel:groups": Route(LAB_VIEW),
     "adminpanel:groups-list": Route(LAB_VIEW),
     "adminpanel:group-reset": Route(LAB_ACT, "POST"),
+    "adminpanel:users": Route(LAB_VIEW),
+    "adminpanel:users-list": Route(LAB_VIEW),
+    "adminpanel:user-create": Route(LAB_ACT, "POST"),
+    "adminpanel:user-delete": Route(LAB_ACT, "POST"),
     # lab/classroom: exercises, scenarios, demos
     "classroom:exercises": Route(LOGIN),
     "classroom:exercise": Route(LOGIN),
@@ -189,6 +199,9 @@ API_OPERATIONS: dict[tuple[str, str], tuple[str, Any]] = {
         API_ACT,
         {"topic": "orders", "to": "earliest"},
     ),
+    ("GET", "/api/labs/{slug}/users"): (API_READ, None),
+    ("POST", "/api/labs/{slug}/users"): (API_ACT, {"name": "alice", "password": "alice-secret"}),
+    ("DELETE", "/api/labs/{slug}/users/{user}"): (API_ACT, None),
     ("POST", "/api/labs/{slug}/brokers/{broker}/kill"): (API_ACT, {}),
     ("POST", "/api/labs/{slug}/brokers/{broker}/restart"): (API_ACT, None),
     ("POST", "/api/labs/{slug}/brokers/{broker}/pause"): (API_ACT, None),
@@ -520,6 +533,7 @@ def _api_path(path: str, world: World, run_id: str, spare: Lab, produced: str) -
         path.replace("{slug}", slug)
         .replace("{topic}", "scratch")
         .replace("{group}", "g")
+        .replace("{user}", "alice")
         .replace("{broker}", "1")
         .replace("{run_id}", run_id)
         .replace("{request_id}", produced)

@@ -21,6 +21,7 @@ from pytest_django.fixtures import Settings
 
 from lab import ports
 from lab.cluster import free_ports
+from lab.engine.errors import IllegalArgument
 from lab.labs import create_lab
 from lab.models import Lab, LabPort
 from tests.labhelpers import make_user
@@ -61,6 +62,26 @@ def test_each_broker_gets_a_port_of_its_own_the_lowest_free_first(window: int) -
     assert ports.ports_of(second) == {1: window + 3, 2: window + 4}
     # The lab's settings say the same (what an operator sees in the admin or a dump).
     assert first.settings["ports"] == {"1": window, "2": window + 1, "3": window + 2}
+
+
+def test_secured_listeners_get_ports_of_their_own_after_plaintexts(window: int) -> None:
+    lab = create_lab(make_user(), "Secured", brokers=2, listeners=["SASL_SSL", "ssl", "PLAINTEXT"])
+    assert ports.ports_of(lab) == {1: window, 2: window + 1}
+    assert ports.ports_of(lab, "SSL") == {1: window + 2, 2: window + 3}
+    assert ports.ports_of(lab, "SASL_SSL") == {1: window + 4, 2: window + 5}
+    assert lab.settings["listeners"] == {
+        "SSL": {"1": window + 2, "2": window + 3},
+        "SASL_SSL": {"1": window + 4, "2": window + 5},
+    }
+    with pytest.raises(IllegalArgument, match="not KERBEROS"):
+        create_lab(make_user("bob"), "Bad", listeners=["KERBEROS"])
+    assert Lab.objects.count() == 1
+
+
+def test_a_lab_has_plaintext_alone_by_default(window: int) -> None:
+    lab = create_lab(make_user(), "Plain")
+    assert lab.settings["listeners"] == {}
+    assert set(LabPort.objects.filter(lab=lab).values_list("listener", flat=True)) == {"PLAINTEXT"}
 
 
 def test_a_port_in_use_on_the_machine_is_passed_over(window: int) -> None:

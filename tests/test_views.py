@@ -154,6 +154,25 @@ def test_a_new_lab_from_the_home_page_starts_and_opens(user_client: Client, sett
     assert not Lab.objects.filter(name="Too many").exists()
 
 
+def test_a_new_lab_can_listen_with_sasl_and_tls_besides_plaintext(
+    user_client: Client, settings: Settings
+) -> None:
+    settings.LAB_ZOOKEEPER = ""
+    home = user_client.get("/").content.decode()
+    for protocol in ("SASL_PLAINTEXT", "SSL", "SASL_SSL"):
+        assert f'name="listeners" value="{protocol}"' in home
+    response = user_client.post("/labs/new/", {"name": "Locked", "brokers": "1", "listeners": ["SASL_SSL"]})
+    assert response.status_code == 302
+    lab = Lab.objects.get(slug="locked")
+    assert list(lab.settings["listeners"]) == ["SASL_SSL"]
+    refused = user_client.post("/labs/new/", {"name": "Odd", "brokers": "1", "listeners": ["GSSAPI", "SSL"]})
+    assert refused.status_code == 400
+    page = refused.content.decode()
+    assert "not GSSAPI" in page
+    assert 'value="SSL" checked' in page  # what was chosen stays chosen
+    assert not Lab.objects.filter(name="Odd").exists()
+
+
 def test_the_form_past_the_persons_limit_says_so_on_the_page_and_keeps_what_was_typed(
     user_client: Client, settings: Settings
 ) -> None:

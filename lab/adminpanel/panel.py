@@ -68,7 +68,9 @@ class Panel:
             "can_act": self.can_act,
             "read_only": READ_ONLY,
             "kafka_version": settings.LAB_KAFKA_VERSION,
-            "section": "groups" if template.startswith("adminpanel/groups") else "topics",
+            "section": next(
+                (s for s in ("groups", "users") if template.startswith(f"adminpanel/{s}")), "topics"
+            ),
             "zookeeper_outage": self.live.zookeeper_outage,
             **context,
         }

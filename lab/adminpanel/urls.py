@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from lab.adminpanel import views_acls, views_groups, views_messages, views_topics
+from lab.adminpanel import views_acls, views_groups, views_messages, views_topics, views_users
 
 app_name = "adminpanel"
 
@@ -28,4 +28,8 @@ urlpatterns = [
     path("groups/", views_groups.groups, name="groups"),
     path("groups/list/", views_groups.groups_list, name="groups-list"),
     path("groups/reset/", views_groups.reset, name="group-reset"),
+    path("users/", views_users.users, name="users"),
+    path("users/list/", views_users.users_list, name="users-list"),
+    path("users/create/", views_users.create, name="user-create"),
+    path("users/delete/", views_users.delete, name="user-delete"),
 ]

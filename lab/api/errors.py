@@ -62,7 +62,12 @@ BAD_INPUT: tuple[type[KafkaError], ...] = (
     kafka.OffsetOutOfRange,
     kafka.UnsupportedCompressionType,
 )
-NOT_FOUND: tuple[type[KafkaError], ...] = (kafka.UnknownTopicOrPartition, kafka.GroupIdNotFound, NotFound)
+NOT_FOUND: tuple[type[KafkaError], ...] = (
+    kafka.UnknownTopicOrPartition,
+    kafka.GroupIdNotFound,
+    kafka.ResourceNotFound,
+    NotFound,
+)
 TIMED_OUT: tuple[type[KafkaError], ...] = (kafka.KafkaTimeout, kafka.RequestTimedOut, LabTimeout)
 RETRY_AFTER_S = 2  # what a 503 tells a client to wait: the managed ZooKeeper's first restarts come sooner
 

@@ -67,7 +67,9 @@ def _create(user: Any, body: LabIn) -> Lab:
         if owner is None:
             raise Http404(f"There is no user {body.owner!r}.")
     # Over the owner's or the server's limit: 409 POLICY_VIOLATION (lab.limits, in create_lab).
-    return create_lab(owner, body.name, brokers=body.brokers, config=dict(body.config))
+    return create_lab(
+        owner, body.name, brokers=body.brokers, config=dict(body.config), listeners=body.listeners
+    )
 
 
 @router.post("/labs", response={201: LabOut, **ERRORS}, summary="Create a lab and start it")
@@ -99,14 +101,7 @@ def listeners_out(live: LiveLab) -> dict[str, Any]:
     on_worker: dict[str, Any] | None = getattr(live, "listeners_json", None)
     if on_worker is not None:  # a lab on a lab worker: its owner said where its listeners are
         return on_worker
-    view = listening.view_of(live)
-    return {
-        "bootstrap_servers": view.bootstrap_servers,
-        "listeners": [
-            {"broker": b.broker_id, "host": b.host, "port": b.port, "open": b.open, "error": b.error or None}
-            for b in view.brokers
-        ],
-    }
+    return listening.listeners_json(live)
 
 
 @router.delete("/labs/{slug}", response={204: None, **ERRORS}, summary="Delete a lab with its data")

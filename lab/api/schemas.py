@@ -158,6 +158,13 @@ class LabIn(In):
         pattern=r"^[\w.@+-]+$",  # Django's user names
         description="instructors only: make the lab for this user (a student)",
     )
+    listeners: list[Literal["SASL_PLAINTEXT", "SSL", "SASL_SSL"]] = Field(
+        default_factory=list,
+        max_length=3,
+        description="Kafka's security protocols the lab listens with beside PLAINTEXT, each on ports of its "
+        "own: SASL_PLAINTEXT (a login: PLAIN, SCRAM-SHA-256/512 against the lab's users), SSL (TLS with "
+        "the lab's own CA), SASL_SSL (both)",
+    )
 
     @field_validator("config")
     @classmethod
@@ -196,12 +203,25 @@ class ListenerOut(Schema):
     error: str | None = Field(None, description="why the listener could not open, e.g. its port is in use")
 
 
+class SecuredListenerOut(Schema):
+    protocol: Literal["SASL_PLAINTEXT", "SSL", "SASL_SSL"] = Field(description="Kafka's security protocol")
+    bootstrap_servers: str = Field(description="this listener's host:port on every broker")
+    listeners: list[ListenerOut]
+
+
 class LabDetailOut(LabOut):
     bootstrap_servers: str = Field(
         description="comma-separated host:port of every broker's Kafka listener, for a client's "
         "bootstrap.servers; empty when the lab has no listeners"
     )
     listeners: list[ListenerOut] = Field(description="each broker's Kafka listener")
+    secured: list[SecuredListenerOut] = Field(
+        default_factory=list, description="the listeners beside PLAINTEXT (SASL_PLAINTEXT, SSL, SASL_SSL)"
+    )
+    ca_url: str | None = Field(
+        None,
+        description="where the lab's CA certificate (PEM) is, when a listener speaks TLS: ssl.ca.location",
+    )
     snapshot: dict[str, Any]
 
 

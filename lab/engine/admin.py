@@ -20,7 +20,7 @@ from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Protocol
 
-from lab.engine import errors
+from lab.engine import errors, scram_admin
 from lab.engine import protocol as p
 from lab.engine.acl_store import AclStore
 from lab.engine.assignment import place_replicas
@@ -452,6 +452,7 @@ class AdminManager:
             p.DescribeAclsRequest: self._describe_acls,
             p.DeleteAclsRequest: self._delete_acls,
         }
+        self._handlers.update(scram_admin.handlers(broker, lambda: self._is_controller))
 
     def handler(self, body: Any) -> Callable[[Envelope], None] | None:
         serve = self._handlers.get(type(body))

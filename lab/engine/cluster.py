@@ -55,6 +55,7 @@ from lab.engine.metadata.store import (
 )
 from lab.engine.network import Network
 from lab.engine.scheduler import Scheduler
+from lab.engine.scram_store import ScramStore
 from lab.engine.tasks import Pending, Task
 
 if TYPE_CHECKING:
@@ -883,6 +884,7 @@ class Cluster:
         records_per_transaction: int = 10,
         transactional_id: str | None = None,
         name: str | None = None,
+        principal: str | None = None,
         **config: object,
     ) -> SimulatedTransformer:
         """A consume-transform-produce worker, exactly once: it reads ``source`` (read_committed) in
@@ -899,6 +901,7 @@ class Cluster:
             processing_ms=processing_ms,
             records_per_transaction=records_per_transaction,
             transactional_id=transactional_id or client_id,
+            principal=principal,
             **config,
         )
         self.simulated[client_id] = sim
@@ -1048,6 +1051,20 @@ class Cluster:
         broker.spawn(broker.controlled_shutdown(), "controlled shutdown")
         if wait:
             self.wait_for(lambda: not broker.alive, 60_000, f"broker {broker_id} to shut down")
+
+    # ------------------------------------------------------------------ SCRAM users
+
+    def begin_scram(self, step: Callable[[ScramStore], Coroutine[Any, Any, T]], what: str) -> Pending[T]:
+        """A step on the users' SCRAM credentials (``lab.engine.scram_store``), made with the lab's own
+        ZooKeeper client as ``kafka-configs.sh --zookeeper`` does, without waiting."""
+
+        async def run() -> T:
+            return await step(ScramStore(await self._admin_session()))
+
+        return self._asking(Task.start(run(), what).outcome)
+
+    def scram(self, step: Callable[[ScramStore], Coroutine[Any, Any, T]], what: str = "the credentials") -> T:
+        return self._ask(self.begin_scram(step, what), what)
 
     # ------------------------------------------------------------------ reading
 

@@ -143,6 +143,28 @@ class TransactionalIdAuthorizationFailed(KafkaError):
     name = "TRANSACTIONAL_ID_AUTHORIZATION_FAILED"
 
 
+class UnsupportedSaslMechanism(KafkaError):
+    name = "UNSUPPORTED_SASL_MECHANISM"
+
+
+class IllegalSaslState(KafkaError):
+    name = "ILLEGAL_SASL_STATE"
+
+
+class UnacceptableCredential(KafkaError):
+    """A SCRAM credential Kafka will not store (an empty user name, too few or too many iterations)."""
+
+    name = "UNACCEPTABLE_CREDENTIAL"
+
+
+class ResourceNotFound(KafkaError):
+    name = "RESOURCE_NOT_FOUND"
+
+
+class DuplicateResource(KafkaError):
+    name = "DUPLICATE_RESOURCE"
+
+
 class SecurityDisabled(KafkaError):
     """An ACL request to a broker with no authorizer (``authorizer.class.name`` empty, Kafka's default)."""
 

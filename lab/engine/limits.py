@@ -151,6 +151,16 @@ CLIENT_NAME = Text(
     pattern=r"[a-zA-Z0-9._-]+",
     rule="uses letters, digits, '-', '_' and '.'",
 )
+# A SASL user (its SCRAM credentials in /config/users): printable, with something besides spaces.
+USER_NAME = Text(
+    what="a user name",
+    min_length=1,
+    max_length=200,
+    pattern=r"[^\x00-\x1f\x7f-\x9f]*[^\s\x00-\x1f\x7f-\x9f][^\x00-\x1f\x7f-\x9f]*",
+    rule="is printable text, not only spaces",
+)
+PASSWORD = Text(what="a password", min_length=1, max_length=200)
+SCRAM_ITERATIONS = Whole(what="iterations", low=4096, high=16_384)  # what Kafka accepts for a credential
 
 # ---------------------------------------------------------------------------- records
 

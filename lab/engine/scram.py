@@ -17,6 +17,7 @@ import hmac
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from urllib.parse import quote
 
 from lab.engine.errors import SaslAuthenticationFailed
 
@@ -54,8 +55,18 @@ class ScramCredential:
             raise ValueError(f"unknown mechanism {mechanism!r}; Kafka's are {', '.join(MECHANISMS)}")
         if iterations < MIN_ITERATIONS:
             raise ValueError(f"iterations must be at least {MIN_ITERATIONS}, not {iterations}")
+        salted = hashlib.pbkdf2_hmac(MECHANISMS[mechanism], password.encode(), salt, iterations)
+        return cls.from_salted_password(mechanism, salted, salt, iterations)
+
+    @classmethod
+    def from_salted_password(
+        cls, mechanism: str, salted: bytes, salt: bytes, iterations: int
+    ) -> ScramCredential:
+        """What Kafka stores from a salted password (AlterUserScramCredentials sends that, not the
+        password: the client salts and hashes it, as ``kafka-configs.sh`` does)."""
+        if mechanism not in MECHANISMS:
+            raise ValueError(f"unknown mechanism {mechanism!r}; Kafka's are {', '.join(MECHANISMS)}")
         digest = MECHANISMS[mechanism]
-        salted = hashlib.pbkdf2_hmac(digest, password.encode(), salt, iterations)
         client_key = hmac.digest(salted, b"Client Key", digest)
         return cls(
             mechanism=mechanism,
@@ -85,7 +96,9 @@ class ScramCredential:
 
 
 def user_path(user: str) -> str:
-    return f"{USERS}/{user}"
+    """``/config/users/<name>``, the name sanitized as Kafka's ``Sanitizer`` does (URL-encoded: only
+    letters, digits, ``.``, ``-`` and ``_`` stand as they are), so any name makes one znode."""
+    return f"{USERS}/{quote(user, safe='').replace('~', '%7E')}"
 
 
 def encode_user(credentials: Mapping[str, ScramCredential]) -> bytes:
@@ -165,7 +178,10 @@ class ServerExchange:
         text = client_final.decode(errors="replace")
         without_proof, sep, _ = text.rpartition(",p=")
         attrs = _attributes(text)
-        if not sep or attrs.get("r") != self._nonce or attrs.get("c") not in ("biws", "eSws"):
+        # Kafka 3.8.1 to 3.9 (the ZooKeeper-mode brokers the lab follows) take a nonce that ends with the
+        # exchange's: librdkafka before 2.6.1 (Debian's kcat) sends its own nonce twice. Kafka 4 wants it equal.
+        nonce = attrs.get("r", "")
+        if not sep or not nonce.endswith(self._nonce) or attrs.get("c") not in ("biws", "eSws"):
             raise SaslAuthenticationFailed("the SCRAM client-final message does not match the exchange")
         auth_message = f"{self._client_first_bare},{self._server_first},{without_proof}".encode()
         signature = hmac.digest(credential.stored_key, auth_message, self._digest)

@@ -281,7 +281,8 @@ class SimulatedTransformer:
         processing_ms: int,
         transactional_id: str,
         records_per_transaction: int = 10,
-        **config: object,
+        principal: str | None = None,
+        **config: Any,
     ) -> None:
         if processing_ms < 0:
             raise IllegalArgument("processing_ms must be >= 0")
@@ -300,13 +301,18 @@ class SimulatedTransformer:
             enable_auto_commit="false",
             auto_offset_reset="earliest",
             isolation_level="read_committed",
+            principal=principal,
         )
         assert isinstance(consumer, GroupConsumer)
         self.consumer = consumer
         consumer.on_records = self._wake
         consumer.subscribe([source])
         self.producer: Producer = cluster.producer(
-            "all", client_id=f"{name}-producer", transactional_id=transactional_id, **config
+            "all",
+            client_id=f"{name}-producer",
+            principal=principal,
+            transactional_id=transactional_id,
+            **config,
         )
         self.txn = self.producer.txn
         assert self.txn is not None

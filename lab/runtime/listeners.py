@@ -6,6 +6,11 @@ thread (``LiveLab.post``), where ``lab.wire`` turns them into engine requests; a
 back to this loop to be written. A broker's listener follows its state: a killed or stopped
 broker refuses connections and drops the open ones; a paused one still accepts, and its
 gate holds what arrives.
+
+A lab may have more listeners than PLAINTEXT, one port per broker each, named by Kafka's security
+protocols: SASL_PLAINTEXT, SSL and SASL_SSL (``PROTOCOLS``). The SSL ones serve TLS with the lab's
+own CA (``lab.runtime.tls``); the SASL ones make a connection authenticate first (``lab.wire.sasl``).
+A client is told the brokers' addresses on the listener it came in by, as Kafka's brokers do.
 """
 
 from __future__ import annotations
@@ -19,11 +24,14 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
+from lab.runtime.spec import SECURED
+from lab.runtime.tls import LabTls
 from lab.wire.connection import Connection, WireServer
 from lab.wire.framing import FrameBuffer, FrameError
 
 log = logging.getLogger(__name__)
 
+PROTOCOLS = ("PLAINTEXT", *SECURED)  # Kafka's security protocols
 PAUSE_READING_AT = 64  # requests queued on one connection before reading stops (back-pressure)
 
 
@@ -160,6 +168,7 @@ class _ClientProtocol(asyncio.Protocol):
             self.peer,
             send=lambda data: wire_loop.call(self._write, data),
             close=lambda why: wire_loop.call(self._close_now),
+            listener=self.listener.protocol,
         )
 
     def _received(self, frame: bytes) -> None:
@@ -190,14 +199,25 @@ class ListenerState:
     port: int
     open: bool
     error: str = ""
+    protocol: str = "PLAINTEXT"
 
 
 class BrokerListener:
-    def __init__(self, lab: Any, broker_id: int, bind_host: str, port: int) -> None:
+    def __init__(
+        self,
+        lab: Any,
+        broker_id: int,
+        bind_host: str,
+        port: int,
+        protocol: str = "PLAINTEXT",
+        tls: LabTls | None = None,
+    ) -> None:
         self.lab = lab
         self.broker_id = broker_id
         self.bind_host = bind_host
         self.port = port
+        self.protocol = protocol
+        self.tls = tls
         self.protocols: set[_ClientProtocol] = set()
         self._server: asyncio.base_events.Server | None = None
         self.error = ""
@@ -211,12 +231,18 @@ class BrokerListener:
             return
         loop = asyncio.get_running_loop()
         try:
+            context = None
+            if self.protocol.endswith("SSL"):
+                if self.tls is None:
+                    raise OSError(f"the {self.protocol} listener has no certificates")
+                context = self.tls.server_context(self.broker_id)
             self._server = await loop.create_server(
-                lambda: _ClientProtocol(self), self.bind_host, self.port, reuse_address=True
+                lambda: _ClientProtocol(self), self.bind_host, self.port, reuse_address=True, ssl=context
             )
             self.error = ""
-        except OSError as error:
-            self.error = f"port {self.port} could not be opened: {error.strerror or error}"
+        except (OSError, ValueError) as error:
+            strerror = getattr(error, "strerror", None)
+            self.error = f"port {self.port} could not be opened: {strerror or error}"
             log.warning("lab %s, broker %s: %s", getattr(self.lab, "slug", "?"), self.broker_id, self.error)
 
     async def close(self) -> None:
@@ -234,12 +260,30 @@ class BrokerListener:
 class Listeners:
     """A lab's listeners, one per broker, kept in step with the brokers' states (driver thread)."""
 
-    def __init__(self, lab: Any, *, bind_host: str, advertised_host: str, ports: Mapping[int, int]) -> None:
+    def __init__(
+        self,
+        lab: Any,
+        *,
+        bind_host: str,
+        advertised_host: str,
+        ports: Mapping[int, int],
+        secured: Mapping[str, Mapping[int, int]] | None = None,
+        tls: LabTls | None = None,
+    ) -> None:
         self.lab = lab
         self.bind_host = bind_host
         self.advertised_host = advertised_host
         self.ports = dict(ports)
-        self._listeners = {b: BrokerListener(lab, b, bind_host, port) for b, port in self.ports.items()}
+        # Every listener's ports by security protocol, PLAINTEXT's first.
+        self.by_protocol: dict[str, dict[int, int]] = {"PLAINTEXT": dict(ports)}
+        for protocol in PROTOCOLS:
+            if protocol != "PLAINTEXT" and (secured or {}).get(protocol):
+                self.by_protocol[protocol] = dict((secured or {})[protocol])
+        self._listeners = {
+            (protocol, b): BrokerListener(lab, b, bind_host, port, protocol, tls)
+            for protocol, ports_ in self.by_protocol.items()
+            for b, port in ports_.items()
+        }
         self._wanted: dict[int, bool] = {}
 
     def sync(
@@ -248,35 +292,56 @@ class Listeners:
         """Open the listeners of brokers that run (or are paused), close the others' (``why``: for the
         timeline, by broker). The openings, done once their sockets listen."""
         opening: list[Future[Any]] = []
-        for broker_id, listener in self._listeners.items():
+        for broker_id in sorted({b for _, b in self._listeners}):
             want = running.get(broker_id, False)
             if self._wanted.get(broker_id) == want:
                 continue
             self._wanted[broker_id] = want
+            mine = [(p, lst) for (p, b), lst in self._listeners.items() if b == broker_id]
             # A broker's address outlives its listener: until the cluster sees it gone (its
             # ZooKeeper session expires), Kafka's Metadata still names a crashed broker, and a client
             # must be able to look up the leader it is told about (and find it refusing).
-            wire.advertised[broker_id] = (self.advertised_host, listener.port)
+            for protocol, listener in mine:
+                advertised = (
+                    wire.advertised
+                    if protocol == "PLAINTEXT"
+                    else wire.listener_advertised.setdefault(protocol, {})
+                )
+                advertised[broker_id] = (self.advertised_host, listener.port)
             if want:
-                opening.append(wire_loop.run(listener.open()))
+                for _, listener in mine:
+                    opening.append(wire_loop.run(listener.open()))
             else:
                 wire.drop_broker(
                     broker_id, (why or {}).get(broker_id) or f"broker {broker_id} is not running"
                 )
-                wire_loop.run(listener.close())
+                for _, listener in mine:
+                    wire_loop.run(listener.close())
         return opening
 
     def states(self) -> list[ListenerState]:
+        order = {p: n for n, p in enumerate(PROTOCOLS)}
         return [
             ListenerState(
-                broker_id=b, host=self.advertised_host, port=lst.port, open=lst.is_open, error=lst.error
+                broker_id=b,
+                host=self.advertised_host,
+                port=lst.port,
+                open=lst.is_open,
+                error=lst.error,
+                protocol=protocol,
             )
-            for b, lst in sorted(self._listeners.items())
+            for (protocol, b), lst in sorted(
+                self._listeners.items(), key=lambda kv: (order[kv[0][0]], kv[0][1])
+            )
         ]
 
     @property
     def bootstrap_servers(self) -> str:
-        return ",".join(f"{self.advertised_host}:{port}" for _, port in sorted(self.ports.items()))
+        return self.bootstrap_for("PLAINTEXT")
+
+    def bootstrap_for(self, protocol: str) -> str:
+        ports = self.by_protocol.get(protocol, {})
+        return ",".join(f"{self.advertised_host}:{port}" for _, port in sorted(ports.items()))
 
     def close(self, timeout_s: float = 5.0) -> None:
         futures = [wire_loop.run(listener.close()) for listener in self._listeners.values()]

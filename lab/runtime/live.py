@@ -32,7 +32,7 @@ from lab.engine.cluster import Cluster
 from lab.engine.errors import IllegalArgument, IllegalState, KafkaError, KafkaTimeout, ZooKeeperNotAvailable
 from lab.engine.events import Event
 from lab.engine.tasks import Pending
-from lab.runtime import actions
+from lab.runtime import actions, tls
 from lab.runtime.broadcast import Broadcaster, broadcaster, group_name
 from lab.runtime.changes import state_key
 from lab.runtime.clock import LabClock
@@ -630,10 +630,18 @@ class LiveLab:
                 bind_host=self.listen.bind_host,
                 advertised_host=self.listen.advertised_host,
                 ports=self._spec.ports,
+                secured=self._spec.listeners,
+                tls=self.lab_tls,
             )
             # A lab is "running" once its brokers' sockets listen: a client told the lab is up may
             # connect at once. Binding a local socket takes the listeners' loop a moment, no more.
             futures.wait(self._sync_listeners(), timeout=LISTEN_WAIT_S)
+
+    @property
+    def lab_tls(self) -> tls.LabTls:
+        """The lab's CA and brokers' certificates (made when a TLS listener first opens)."""
+        host = self.listen.advertised_host if self.listen is not None else "127.0.0.1"
+        return tls.LabTls(self._spec.data_dir, lab=self.slug, hosts=[host])
 
     def _sync_listeners(self) -> list[Future[Any]]:
         cluster, wire, listeners = self._cluster, self.wire, self.listeners
@@ -711,6 +719,7 @@ class LiveLab:
             make,
             topics=spec.topics,
             brokers=spec.brokers,
+            users=spec.users,
             tick_ms=int(self.tick_s * 1000),
             hosts=self.zookeeper or "",
         )
@@ -787,7 +796,13 @@ class LiveLab:
     def _delete_data(self, store: Any) -> None:
         data_dir = Path(self._spec.data_dir)
         if data_dir.exists():
-            shutil.rmtree(data_dir)
+            for item in data_dir.iterdir():  # the lab's CA stays: clients keep the CA file they took
+                if item.name in tls.KEPT_ON_RESET:
+                    continue
+                if item.is_dir() and not item.is_symlink():
+                    shutil.rmtree(item)
+                else:
+                    item.unlink()
         data_dir.mkdir(parents=True, exist_ok=True)
         if store is None and self.zookeeper:
             # The cluster never came up; its chroot may still hold what an earlier run left.

@@ -19,6 +19,8 @@ from lab.engine.limits import BROKERS, CLOCK_RATE
 if TYPE_CHECKING:
     from lab.engine.cluster import Cluster
 
+SECURED = ("SASL_PLAINTEXT", "SSL", "SASL_SSL")  # the listeners a lab may have beside PLAINTEXT
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TopicSpec:
@@ -127,12 +129,23 @@ class LabSpec:
     # The ACLs a person added (``commands.acls.as_json`` without its text), so a lab rebuilt from its
     # spec (a reset, the memory store after a restart) has them again, as it has its topics.
     acls: tuple[Mapping[str, str], ...] = ()
+    # The listeners beside PLAINTEXT, by Kafka's security protocol (SASL_PLAINTEXT, SSL, SASL_SSL),
+    # each broker's port on each: what the lab was made with (``create_lab(listeners=...)``).
+    listeners: Mapping[str, Mapping[int, int]] = field(default_factory=dict)
+    # SASL users a person made (the admin panel, the API): user -> mechanism -> Kafka's credential text
+    # (salt, StoredKey, ServerKey, iterations; never the password), written again to a fresh cluster.
+    users: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not BROKERS.low <= self.brokers <= BROKERS.high:
             raise IllegalArgument(f"a lab has {BROKERS.low} to {BROKERS.high} brokers, not {self.brokers}")
         check_rate(self.rate)
         validate_broker_config(self.config)
+        for protocol in self.listeners:
+            if protocol not in SECURED:
+                raise IllegalArgument(
+                    f"a lab's listeners beside PLAINTEXT are {', '.join(SECURED)}, not {protocol!r}"
+                )
 
     def settings(self) -> dict[str, Any]:
         """The JSON the ``Lab`` row keeps (everything but the columns of its own)."""
@@ -144,6 +157,10 @@ class LabSpec:
             "clients": [c.to_json() for c in self.clients],
             "ports": {str(b): port for b, port in sorted(self.ports.items())},
             **({"acls": [dict(a) for a in self.acls]} if self.acls else {}),
+            "listeners": {
+                p: {str(b): port for b, port in sorted(ports.items())} for p, ports in self.listeners.items()
+            },
+            "users": {u: dict(sorted(found.items())) for u, found in sorted(self.users.items())},
         }
 
     @classmethod
@@ -163,6 +180,14 @@ class LabSpec:
             clients=tuple(ClientSpec.from_json(c) for c in settings.get("clients") or ()),
             ports={int(b): int(port) for b, port in (settings.get("ports") or {}).items()},
             acls=tuple({str(k): str(v) for k, v in a.items()} for a in settings.get("acls") or ()),
+            listeners={
+                str(p): {int(b): int(port) for b, port in ports.items()}
+                for p, ports in (settings.get("listeners") or {}).items()
+            },
+            users={
+                str(u): {str(m): str(t) for m, t in found.items()}
+                for u, found in (settings.get("users") or {}).items()
+            },
         )
 
     def with_topic(self, topic: TopicSpec) -> LabSpec:
@@ -182,6 +207,17 @@ class LabSpec:
 
     def with_ports(self, ports: Mapping[int, int]) -> LabSpec:
         return replace(self, ports=dict(ports))
+
+    def with_listeners(self, listeners: Mapping[str, Mapping[int, int]]) -> LabSpec:
+        return replace(self, listeners={p: dict(ports) for p, ports in listeners.items()})
+
+    def with_user(self, user: str, mechanism: str, credential: str) -> LabSpec:
+        return replace(self, users={**self.users, user: {**self.users.get(user, {}), mechanism: credential}})
+
+    def without_user(self, user: str, mechanism: str = "") -> LabSpec:
+        left = {m: t for m, t in self.users.get(user, {}).items() if mechanism and m != mechanism}
+        users = {u: found for u, found in self.users.items() if u != user}
+        return replace(self, users={**users, user: left} if left else users)
 
     def with_rate(self, rate: float) -> LabSpec:
         return replace(self, rate=check_rate(rate))

@@ -18,12 +18,15 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 
 from lab.engine.cluster import Cluster
 from lab.engine.errors import InconsistentClusterId, KafkaTimeout
 from lab.engine.metadata.store import ConnectionLoss
+from lab.engine.scram import ScramCredential
+from lab.engine.scram_store import ScramStore
+from lab.engine.tasks import Pending
 from lab.runtime.spec import TopicSpec
 
 START_MS = 30_000  # Cluster.create's bound: the lab's time for the brokers, then for the topics' leaders
@@ -40,12 +43,15 @@ class Startup:
         *,
         topics: Sequence[TopicSpec],
         brokers: int,
+        users: Mapping[str, Mapping[str, str]] | None = None,
         tick_ms: int,
         hosts: str = "",
         wall: Callable[[], float] = time.monotonic,
     ) -> None:
         self._make = make
         self._topics = tuple(topics)
+        self._users = {u: dict(found) for u, found in (users or {}).items()}
+        self._users_written: Pending[None] | None = None
         self._brokers = brokers
         self._hosts = hosts
         self._tick_ms = max(1, tick_ms)
@@ -158,16 +164,27 @@ class Startup:
                     config=dict(topic.config),
                     wait=False,
                 )
+        if self._users:  # the lab runs once they are written, so a client's first login finds them
+            self._users_written = cluster.begin_scram(self._write_users, "the lab's users")
         self.note = "the topics' partitions elect their leaders"
         self._deadline_ms = cluster.now_ms + START_MS
         self.phase = "topics"
+
+    async def _write_users(self, store: ScramStore) -> None:
+        """The spec's users, as credentials a fresh cluster lacks (one that has them keeps its own)."""
+        for user, found in sorted(self._users.items()):
+            have = await store.credentials(user)
+            for mechanism, text in sorted(found.items()):
+                if mechanism not in have:
+                    await store.upsert(user, ScramCredential.from_text(mechanism, text))
 
     def _wait_for_topics(self) -> None:
         cluster = self.cluster
         assert cluster is not None
 
         def usable() -> bool:
-            return all(cluster.topic_usable(t.name) for t in self._topics)
+            written = self._users_written is None or self._users_written.done()
+            return written and all(cluster.topic_usable(t.name) for t in self._topics)
 
         if not usable():
             self._run(cluster, usable)
@@ -176,6 +193,8 @@ class Startup:
             self.phase = "done"
         elif cluster.now_ms >= self._deadline_ms:
             names = ", ".join(t.name for t in self._topics if not cluster.topic_usable(t.name))
+            if not names:
+                raise KafkaTimeout(f"timed out after {START_MS} ms waiting for the lab's users to be written")
             raise KafkaTimeout(
                 f"timed out after {START_MS} ms waiting for every partition of {names} to have a leader"
             )

@@ -441,7 +441,7 @@ class ScenarioRun:
         name = a["producer"]
         producer = self.producers.get(name)
         if producer is None:
-            settings: dict[str, object] = {"transactional_id": a.get("transactional_id", name)}
+            settings: dict[str, Any] = {"transactional_id": a.get("transactional_id", name)}
             if "transaction_timeout_ms" in a:
                 settings["transaction_timeout_ms"] = a["transaction_timeout_ms"]
             producer = self.cluster.producer(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from django import template
 from django.template.loader import render_to_string
+from django.urls import reverse
 from django.utils.safestring import SafeString, mark_safe
 
 from lab.listening import LISTENERS_FRAGMENT, LISTENERS_VIEW, snippets_for, view_of
@@ -30,11 +31,14 @@ def panel(live: LiveLab) -> str:
     view = view_of(live)
     index = live.frame.views.get("plogs")
     topics = index.topics if isinstance(index, TopicIndex) else [t.name for t in live.spec.topics]
+    ca_file = f"{live.slug}-ca.pem"
     return render_to_string(
         "lab/_listeners.html",
         {
             "v": view,
-            "snippets": snippets_for(view, topics),
+            "snippets": snippets_for(view, topics, ca_file),
+            "ca_url": reverse("lab-ca", kwargs={"slug": live.slug}) if view.tls else "",
+            "ca_file": ca_file,
             "live_html": render_to_string(LISTENERS_FRAGMENT, {"v": view, "key": LISTENERS_VIEW}),
         },
     )

@@ -62,12 +62,60 @@ class BrokerListenerView:
         return "the broker is not running: connections are refused, and open ones were dropped"
 
 
+# What a client of each secured listener sets beside bootstrap.servers (librdkafka's names).
+CLIENT_SETTINGS = {
+    "SASL_PLAINTEXT": "security.protocol=SASL_PLAINTEXT, sasl.mechanism=SCRAM-SHA-256 (or SCRAM-SHA-512, PLAIN), "
+    "sasl.username, sasl.password: a user of the lab's (the topic admin's Users)",
+    "SSL": "security.protocol=SSL, ssl.ca.location=the lab's CA file (download it here): TLS, no login",
+    "SASL_SSL": "security.protocol=SASL_SSL, sasl.mechanism=SCRAM-SHA-256 (or SCRAM-SHA-512, PLAIN), "
+    "sasl.username, sasl.password, ssl.ca.location=the lab's CA file",
+}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SecuredListenerView:
+    """One listener beside PLAINTEXT (SASL_PLAINTEXT, SSL, SASL_SSL): its own ports on every broker."""
+
+    protocol: str
+    bootstrap_servers: str
+    brokers: tuple[BrokerListenerView, ...]
+
+    @property
+    def settings(self) -> str:
+        return CLIENT_SETTINGS.get(self.protocol, "")
+
+    @property
+    def tls(self) -> bool:
+        return self.protocol.endswith("SSL")
+
+    @property
+    def sasl(self) -> bool:
+        return self.protocol.startswith("SASL_")
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ListenersView:
     bootstrap_servers: str  # "" when the lab has no listeners
     brokers: tuple[BrokerListenerView, ...]
     clock_note: str  # what the clock's speed does to connected clients; "" at 1x
     missing: str = ""  # why there are no listeners, when there are none
+    secured: tuple[SecuredListenerView, ...] = ()  # the listeners beside PLAINTEXT
+
+    @property
+    def tls(self) -> bool:
+        """Some listener speaks TLS: the page offers the lab's CA file."""
+        return any(s.tls for s in self.secured)
+
+    @property
+    def broker_config(self) -> str:
+        """The brokers' listener settings, as Kafka's server.properties would say them (broker 1's)."""
+        mine = [("PLAINTEXT", b) for b in self.brokers if b.broker_id == 1]
+        mine += [(s.protocol, b) for s in self.secured for b in s.brokers if b.broker_id == 1]
+        if not mine:
+            return ""
+        listeners = ",".join(f"{p}://{b.address}" for p, b in mine)
+        protocols = ",".join(f"{p}:{p}" for p, _ in mine)
+        return f"listeners={listeners}\nlistener.security.protocol.map={protocols}"
 
 
 def clock_note(rate: float, *, paused: bool) -> str:
@@ -97,17 +145,25 @@ def clock_note(rate: float, *, paused: bool) -> str:
 def listeners_view(
     listeners: Iterable[ListenerLike], *, rate: float, paused: bool, missing: str = "", opening: bool = False
 ) -> ListenersView:
-    brokers = tuple(
-        BrokerListenerView(
-            broker_id=s.broker_id, host=s.host, port=s.port, open=s.open, error=s.error, opening=opening
+    by_protocol: dict[str, list[BrokerListenerView]] = {}
+    for s in sorted(listeners, key=lambda s: s.broker_id):
+        by_protocol.setdefault(getattr(s, "protocol", "PLAINTEXT"), []).append(
+            BrokerListenerView(
+                broker_id=s.broker_id, host=s.host, port=s.port, open=s.open, error=s.error, opening=opening
+            )
         )
-        for s in sorted(listeners, key=lambda s: s.broker_id)
-    )
+    brokers = tuple(by_protocol.pop("PLAINTEXT", ()))
     return ListenersView(
         bootstrap_servers=",".join(b.address for b in brokers),
         brokers=brokers,
         clock_note=clock_note(rate, paused=paused),
         missing="" if brokers else missing or "This lab has no Kafka listeners.",
+        secured=tuple(
+            SecuredListenerView(
+                protocol=protocol, bootstrap_servers=",".join(b.address for b in found), brokers=tuple(found)
+            )
+            for protocol, found in by_protocol.items()
+        ),
     )
 
 
@@ -166,6 +222,80 @@ def snippets(bootstrap_servers: str, topic: str) -> tuple[Snippet, ...]:
                 f'    "bootstrap.servers": "{b}",\n'
                 '    "group.id": "my-app", "auto.offset.reset": "earliest",\n'
                 "})\n"
+                f'consumer.subscribe(["{t}"])\n'
+                "while True:\n"
+                "    msg = consumer.poll(1.0)\n"
+                "    if msg is not None and not msg.error():\n"
+                "        print(msg.partition(), msg.offset(), msg.key(), msg.value())\n"
+            ),
+        ),
+    )
+
+
+def secured_snippets(
+    listener: SecuredListenerView, topic: str, ca_file: str = "ca.pem"
+) -> tuple[Snippet, ...]:
+    """The same programs on a secured listener, as user ``alice`` (made in the topic admin's Users)."""
+    b, t, p = listener.bootstrap_servers, topic, listener.protocol
+    kcat_x = [f"security.protocol={p}"]
+    py = [f'security_protocol="{p}"']
+    ck = [f'"security.protocol": "{p}"']
+    if listener.sasl:
+        kcat_x += ["sasl.mechanisms=SCRAM-SHA-256", "sasl.username=alice", "sasl.password=alice-secret"]
+        py += [
+            'sasl_mechanism="SCRAM-SHA-256"',
+            'sasl_plain_username="alice"',
+            'sasl_plain_password="alice-secret"',
+        ]
+        ck += [
+            '"sasl.mechanism": "SCRAM-SHA-256"',
+            '"sasl.username": "alice"',
+            '"sasl.password": "alice-secret"',
+        ]
+    if listener.tls:
+        kcat_x.append(f"ssl.ca.location={ca_file}")
+        py.append(f'ssl_cafile="{ca_file}"')
+        ck.append(f'"ssl.ca.location": "{ca_file}"')
+    x = " ".join(f"-X {o}" for o in kcat_x)
+    py_options = "".join(f"    {o},\n" for o in py)
+    ck_options = "".join(f"    {o},\n" for o in ck)
+    return (
+        Snippet(
+            name=f"kcat-{p.lower()}",
+            language="sh",
+            install="apt-get install kcat",
+            text=(
+                f"kcat -b {b} {x} -L\n"
+                f"echo 'key1:hello' | kcat -b {b} {x} -t {t} -P -K:\n"
+                f"kcat -b {b} {x} -t {t} -C -o beginning -e -f '%p %o %k %s\\n'\n"
+            ),
+        ),
+        Snippet(
+            name=f"kafka-python-{p.lower()}",
+            language="python",
+            install="pip install kafka-python",
+            text=(
+                "from kafka import KafkaConsumer, KafkaProducer\n\n"
+                f'options = dict(\n    bootstrap_servers="{b}",\n{py_options})\n'
+                'producer = KafkaProducer(acks="all", **options)\n'
+                f'producer.send("{t}", key=b"key1", value=b"hello").get(timeout=30)\n'
+                "producer.close()\n\n"
+                f'consumer = KafkaConsumer("{t}", group_id="my-app", auto_offset_reset="earliest", **options)\n'
+                "for record in consumer:\n"
+                "    print(record.partition, record.offset, record.key, record.value)\n"
+            ),
+        ),
+        Snippet(
+            name=f"confluent-kafka-{p.lower()}",
+            language="python",
+            install="pip install confluent-kafka",
+            text=(
+                "from confluent_kafka import Consumer, Producer\n\n"
+                f'config = {{\n    "bootstrap.servers": "{b}",\n{ck_options}}}\n'
+                'producer = Producer({**config, "acks": "all"})\n'
+                f'producer.produce("{t}", key="key1", value="hello")\n'
+                "producer.flush(30)\n\n"
+                'consumer = Consumer({**config, "group.id": "my-app", "auto.offset.reset": "earliest"})\n'
                 f'consumer.subscribe(["{t}"])\n'
                 "while True:\n"
                 "    msg = consumer.poll(1.0)\n"

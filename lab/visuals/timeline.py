@@ -36,6 +36,8 @@ CLIENT_KINDS = frozenset(
         "client_disconnected",
         "client_activity",
         "client_errors",
+        "client_authenticated",
+        "client_authentication_failed",
         "topic_auto_created",
     }
 )
@@ -73,6 +75,7 @@ TONES: Mapping[str, str] = {
     "client_gave_up": "warn",  # a real client gave up on a broker that did not answer
     "client_errors": "warn",  # a real client got errors that make it back off
     "authorization_denied": "warn",  # the authorizer refused a request (the reason is in the text)
+    "client_authentication_failed": "warn",  # a real client's SASL login was refused
     "isr_expand": "good",
     "zookeeper_reachable": "good",
     "zk_reconnected": "good",

@@ -40,7 +40,8 @@ class WireClientRow:
     connected_at: str
     produced: int
     fetched: int
-    principal: str = "User:ANONYMOUS"  # who its requests come from (PLAINTEXT: nobody authenticated)
+    listener: str = "PLAINTEXT"  # the security protocol of the listener it came in by
+    principal: str = "User:ANONYMOUS"  # who it is: User:<name> once it logged in over SASL
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -94,6 +95,7 @@ def wire_clients_view(
             connected_at=clock_label(int(c.get("connected_ms") or 0)),
             produced=int(c.get("records_produced") or 0),
             fetched=int(c.get("records_fetched") or 0),
+            listener=str(c.get("listener") or "PLAINTEXT"),
             principal=str(c.get("principal") or "User:ANONYMOUS"),
         )
         for c in clients

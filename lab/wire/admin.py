@@ -370,7 +370,7 @@ async def describe_log_dirs(conn: Connection, request: Request) -> Any:
 @serves(60, "DescribeCluster", 0, 1)
 async def describe_cluster(conn: Connection, request: Request) -> Any:
     answer: p.MetadataResponse = await conn.call(p.MetadataRequest(topics=()))
-    advertised = conn.server.advertised
+    advertised = conn.advertised
     return make(
         request.response_schema,
         {

@@ -5,7 +5,7 @@ from __future__ import annotations
 from kio.schema.api_versions.v0.response import ApiVersionsResponse as ApiVersionsResponseV0
 from kio.schema.errors import ErrorCode
 
-from lab.wire import acls, admin, codec, data, groups, transactions  # noqa: F401  (registers their handlers)
+from lab.wire import acls, admin, codec, data, groups, sasl, transactions, users  # noqa: F401  (registers their handlers)
 from lab.wire.codec import Request
 from lab.wire.connection import Connection
 from lab.wire.registry import APIS, Api, serves

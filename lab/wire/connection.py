@@ -51,7 +51,10 @@ class Connection:
         peer: str,
         send: SendFn,
         close: CloseFn,
+        listener: str = "PLAINTEXT",
     ) -> None:
+        from lab.wire.sasl import state_for
+
         self.server = server
         self.id = conn_id
         self.broker_id = broker_id
@@ -68,6 +71,12 @@ class Connection:
         self.in_flight = 0
         self.announced = False  # its connect is in the journal (after its first request)
         self.api = ""  # the API being served (requests are served one at a time)
+        # The listener's security protocol (PLAINTEXT, SASL_PLAINTEXT, SSL, SASL_SSL), who the client
+        # is (Kafka's principal: ANONYMOUS until SASL says otherwise), and its SASL state on a SASL one.
+        self.listener = listener
+        self.principal = "User:ANONYMOUS"
+        self.sasl = state_for(listener)
+        self.close_after_answer = ""  # a handler's answer that ends the connection: why (sent first)
         cluster = server.cluster
         self.endpoint = Endpoint(cluster.network, cluster.scheduler, self.node, self._no_requests)
         # PLAINTEXT: no authentication, so User:ANONYMOUS; a SASL or TLS listener sets the principal
@@ -158,6 +167,11 @@ class Connection:
         self._close(why)
 
     @property
+    def advertised(self) -> Mapping[BrokerId, tuple[str, int]]:
+        """Where the brokers are reached on this connection's listener (what Metadata tells it)."""
+        return self.server.advertised_for(self.listener)
+
+    @property
     def peer_host(self) -> str:
         return self.peer.rsplit(":", 1)[0]
 
@@ -180,6 +194,7 @@ class Connection:
             "software_name": self.software[0],
             "software_version": self.software[1],
             "broker": self.broker_id,
+            "listener": self.listener,
             "connected_ms": self.connected_ms,
             "requests": stats.requests,
             "requests_per_s": round(stats.rate.per_second(now_s, self.connected_s), 1),
@@ -210,14 +225,23 @@ class Connection:
             self.in_flight -= 1
         if response is not None and not self.closed:
             self._send(frame(response))
+        if self.close_after_answer and not self.closed:
+            self.drop(self.close_after_answer)  # as Kafka does: the answer first, then the close
 
     async def _answer(self, data: bytes) -> bytes | None:
         from lab.wire.apis import APIS, unsupported_version_answer
+        from lab.wire.sasl import raw_token
 
+        if self.sasl is not None and self.sasl.raw:
+            return await raw_token(self, self.sasl, data)
         try:
             peeked = codec.peek_header(data)
         except codec.MalformedRequest as error:
             self.drop(str(error))
+            return None
+        refused = self.sasl.refuses(peeked.api_key) if self.sasl is not None else ""
+        if refused:
+            self.drop(f"ILLEGAL_SASL_STATE: {refused}")
             return None
         api: Api | None = APIS.get(peeked.api_key)
         if api is None or not api.min_version <= peeked.api_version <= api.max_version:
@@ -286,6 +310,8 @@ class WireServer:
     ) -> None:
         self.cluster = cluster
         self.advertised: dict[BrokerId, tuple[str, int]] = dict(advertised or {})
+        # The other listeners' (SASL_SSL...), by security protocol: a client is told its own listener's.
+        self.listener_advertised: dict[str, dict[BrokerId, tuple[str, int]]] = {}
         self.connections: dict[int, Connection] = {}
         self._next_id = 0
         # Seconds, for requests/s: a live lab gives wall time (clients send in wall time, whatever
@@ -294,6 +320,11 @@ class WireServer:
         self._activity: dict[tuple[str, str, str], Activity] = {}
         self._software_seen: dict[tuple[str, str], tuple[str, str]] = {}  # (host, client.id) -> software
         self._summary: Timer | None = None
+
+    def advertised_for(self, listener: str) -> Mapping[BrokerId, tuple[str, int]]:
+        if listener == "PLAINTEXT":
+            return self.advertised
+        return self.listener_advertised.get(listener, {})
 
     @property
     def cluster_id(self) -> str | None:
@@ -355,9 +386,19 @@ class WireServer:
         now_s = self.clock()
         return [c.snapshot(now_s) for c in sorted(self.connections.values(), key=lambda c: c.id)]
 
-    def connect(self, broker_id: BrokerId, peer: str, *, send: SendFn, close: CloseFn) -> Connection:
+    def connect(
+        self, broker_id: BrokerId, peer: str, *, send: SendFn, close: CloseFn, listener: str = "PLAINTEXT"
+    ) -> Connection:
         self._next_id += 1
-        conn = Connection(self, conn_id=self._next_id, broker_id=broker_id, peer=peer, send=send, close=close)
+        conn = Connection(
+            self,
+            conn_id=self._next_id,
+            broker_id=broker_id,
+            peer=peer,
+            send=send,
+            close=close,
+            listener=listener,
+        )
         self.connections[conn.id] = conn
         return conn
 

@@ -45,7 +45,7 @@ async def metadata(conn: Connection, request: Request) -> Any:
     answer: p.MetadataResponse = await conn.call(
         p.MetadataRequest(topics=names, allow_auto_topic_creation=allow and names is not None)
     )
-    advertised = conn.server.advertised
+    advertised = conn.advertised
     brokers = [
         {"node_id": b, "host": advertised[b][0], "port": advertised[b][1], "rack": None}
         for b in answer.brokers

@@ -30,7 +30,7 @@ async def find_coordinator(conn: Connection, request: Request) -> Any:
         answer: p.FindCoordinatorResponse = await conn.call(
             p.FindCoordinatorRequest(key=key, key_type=TRANSACTION if key_type == TRANSACTION else GROUP)
         )
-        host, port = conn.server.advertised.get(answer.node_id, ("", -1))
+        host, port = conn.advertised.get(answer.node_id, ("", -1))
         error = answer.error
         if error is None and port < 0:
             error = "COORDINATOR_NOT_AVAILABLE"  # its broker has no open listener right now

@@ -85,6 +85,22 @@ def test_a_final_message_with_another_nonce_fails() -> None:
         exchange.final(CLIENT_FINAL.replace(b"$k0", b"$k1"))
 
 
+def test_librdkafkas_doubled_nonce_passes_as_on_kafka_3_9() -> None:
+    """librdkafka before 2.6.1 (Debian's kcat) sends its own nonce again before the joined one; Kafka
+    3.8.1 to 3.9 check only that the nonce ends with the exchange's, and the proof is over what it sent."""
+    exchange = ServerExchange("SCRAM-SHA-256", {"user": pencil()}.get, SERVER_NONCE)
+    server_first = exchange.first(CLIENT_FIRST)
+    joined = server_first.decode().split(",")[0][2:]
+    without_proof = f"c=biws,r=rOprNGfwEbeRWgbNEkqO{joined}"
+    salted = hashlib.pbkdf2_hmac("sha256", b"pencil", SALT, 4096)
+    client_key = hmac.digest(salted, b"Client Key", "sha256")
+    auth = b"n=user,r=rOprNGfwEbeRWgbNEkqO," + server_first + b"," + without_proof.encode()
+    signature = hmac.digest(hashlib.sha256(client_key).digest(), auth, "sha256")
+    proof = base64.b64encode(bytes(a ^ b for a, b in zip(client_key, signature, strict=True))).decode()
+    assert exchange.final(f"{without_proof},p={proof}".encode()).startswith(b"v=")
+    assert exchange.done
+
+
 def test_credentials_are_kafkas_user_znode() -> None:
     credential = pencil()
     data = encode_user({"SCRAM-SHA-256": credential})

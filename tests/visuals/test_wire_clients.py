@@ -85,3 +85,12 @@ def test_the_clock_note_says_clients_keep_wall_time_when_the_lab_does_not() -> N
     assert "paused" in wire_clients_view([conn(1)], bootstrap=BOOTSTRAP, paused=True).clock_note
     assert "0.1\u00d7 wall time" in wire_clients_view([conn(1)], bootstrap=BOOTSTRAP, rate=0.1).clock_note
     assert wire_clients_view([], bootstrap=BOOTSTRAP, paused=True).clock_note == ""  # nobody to warn
+
+
+def test_a_connection_says_its_listener_and_who_logged_in() -> None:
+    view = wire_clients_view(
+        [conn(1), conn(2, listener="SASL_SSL", principal="User:alice")], bootstrap=BOOTSTRAP
+    )
+    plain, secured = sorted(view.rows, key=lambda r: r.conn_id)
+    assert (plain.listener, plain.principal) == ("PLAINTEXT", "User:ANONYMOUS")
+    assert (secured.listener, secured.principal) == ("SASL_SSL", "User:alice")

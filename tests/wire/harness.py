@@ -27,13 +27,20 @@ def _server_of(cluster: Cluster) -> WireServer:
 
 
 class WireClient:
-    def __init__(self, cluster: Cluster, broker_id: int = 1, *, server: WireServer | None = None) -> None:
+    def __init__(
+        self,
+        cluster: Cluster,
+        broker_id: int = 1,
+        *,
+        server: WireServer | None = None,
+        listener: str = "PLAINTEXT",
+    ) -> None:
         self.cluster = cluster
         self.server = server or _server_of(cluster)
         self.sent: list[bytes] = []  # response frames, size included
         self.closed_because: str | None = None
         self.conn: Connection = self.server.connect(
-            broker_id, "127.0.0.1:50000", send=self.sent.append, close=self._closed
+            broker_id, "127.0.0.1:50000", send=self.sent.append, close=self._closed, listener=listener
         )
         self._correlation = 0
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from lab.runtime import actions
+from lab.runtime.commands.users import credentials, upsert_args
 from lab.runtime.live import LiveLab
 from lab.runtime.spec import TopicSpec
 from tests.walltime import FakeWall, advance, still_lab, until_done
@@ -97,6 +98,11 @@ def test_every_command_takes_and_answers_json_on_a_real_run(tmp_path: Path) -> N
         run("acl-create", **acl, pattern="literal", host="*", permission="allow")
         run("acls", topic="orders")
         run("acl-delete", **acl)
+        for credential in credentials("alice-secret"):
+            run("user-upsert", **upsert_args("alice", credential))
+        run("users")
+        run("user-delete", user="alice", mechanism="SCRAM-SHA-512")
+        run("user-delete", user="alice")
         run("client-producer", topic="orders", rate=5, acks="all", name="p1")
         run("client-consumer", group="cg", topics="orders", name="c1")
         run("client-stop", name="p1")
