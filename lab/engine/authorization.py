@@ -27,6 +27,14 @@ served for what it may touch, and the answer gets the rest back with TOPIC_AUTHO
 | ListPartitionReassignments, DescribeLogDirs | DESCRIBE Cluster |
 | CreateAcls, DeleteAcls / DescribeAcls | ALTER / DESCRIBE Cluster |
 | InitProducerId | a transactional id: WRITE TransactionalId; otherwise IDEMPOTENT_WRITE Cluster or WRITE on any Topic (KIP-679) |
+| AddPartitionsToTxn | WRITE TransactionalId, then WRITE Topic (the rest: OPERATION_NOT_ATTEMPTED) |
+| AddOffsetsToTxn | WRITE TransactionalId, then READ Group |
+| EndTxn | WRITE TransactionalId |
+| TxnOffsetCommit | WRITE TransactionalId, then READ Group, then READ Topic |
+| WriteTxnMarkers | CLUSTER_ACTION Cluster |
+| DescribeTransactions | DESCRIBE TransactionalId (each); topics in the answer: DESCRIBE (filtered) |
+| ListTransactions | DESCRIBE Cluster, or DESCRIBE TransactionalId (filtered) |
+| AlterUserScramCredentials / DescribeUserScramCredentials | ALTER / DESCRIBE Cluster |
 | LeaderAndIsr, UpdateMetadata, StopReplica, ControlledShutdown | CLUSTER_ACTION Cluster |
 """
 
@@ -44,7 +52,15 @@ from lab.engine.errors import (
     TopicAuthorizationFailed,
     TransactionalIdAuthorizationFailed,
 )
+from lab.engine.ids import TopicPartition
 from lab.engine.network import Envelope
+from lab.engine.scram_admin import (
+    AlterScramRequest,
+    AlterScramResponse,
+    DescribeScramRequest,
+    DescribeScramResponse,
+    UserResult,
+)
 
 if TYPE_CHECKING:
     from lab.engine.authorizer import BrokerAuthorizer
@@ -467,6 +483,154 @@ def _init_producer_id(s: Screen) -> Envelope | None:
     )
 
 
+# ---------------------------------------------------------------------------- transactions
+
+
+def _transactional_id_denied(s: Screen, transactional_id: str) -> str | None:
+    if s.may(Op.WRITE, R.TRANSACTIONAL_ID, transactional_id):
+        return None
+    return _message(TRANSACTIONAL_ID, f"write {transactional_id}")
+
+
+def _add_partitions_to_txn(s: Screen) -> Envelope | None:
+    req: p.AddPartitionsToTxnRequest = s.env.body
+    why = _transactional_id_denied(s, req.transactional_id)
+    if why is not None:
+        return s.answer(
+            p.AddPartitionsToTxnResponse(
+                error=TRANSACTIONAL_ID,
+                message=why,
+                partitions=dict.fromkeys(req.partitions, TRANSACTIONAL_ID),
+            )
+        )
+    allowed = s.topics_allowed(Op.WRITE, (tp.topic for tp in req.partitions))
+    if all(tp.topic in allowed for tp in req.partitions):
+        return s.env
+    # Kafka adds none of them: the denied topics say why, the others were not attempted.
+    return s.answer(
+        p.AddPartitionsToTxnResponse(
+            partitions={
+                tp: "OPERATION_NOT_ATTEMPTED" if tp.topic in allowed else TOPIC for tp in req.partitions
+            }
+        )
+    )
+
+
+def _add_offsets_to_txn(s: Screen) -> Envelope | None:
+    req: p.AddOffsetsToTxnRequest = s.env.body
+    why = _transactional_id_denied(s, req.transactional_id)
+    if why is not None:
+        return s.answer(p.AddOffsetsToTxnResponse(error=TRANSACTIONAL_ID, message=why))
+    if s.may(Op.READ, R.GROUP, req.group_id):
+        return s.env
+    return s.answer(
+        p.AddOffsetsToTxnResponse(error=GROUP, message=_message(GROUP, f"read group {req.group_id}"))
+    )
+
+
+def _end_txn(s: Screen) -> Envelope | None:
+    req: p.EndTxnRequest = s.env.body
+    why = _transactional_id_denied(s, req.transactional_id)
+    if why is None:
+        return s.env
+    return s.answer(p.EndTxnResponse(error=TRANSACTIONAL_ID, message=why))
+
+
+def _txn_offset_commit(s: Screen) -> Envelope | None:
+    req: p.TxnOffsetCommitRequest = s.env.body
+    why = _transactional_id_denied(s, req.transactional_id)
+    if why is not None:
+        return s.answer(p.TxnOffsetCommitResponse(error=TRANSACTIONAL_ID, message=why))
+    if not s.may(Op.READ, R.GROUP, req.group_id):
+        return s.answer(
+            p.TxnOffsetCommitResponse(error=GROUP, message=_message(GROUP, f"read group {req.group_id}"))
+        )
+    allowed = s.topics_allowed(Op.READ, (tp.topic for tp in req.offsets))
+    denied: dict[TopicPartition, str | None] = {tp: TOPIC for tp in req.offsets if tp.topic not in allowed}
+    if not denied:
+        return s.env
+    kept = {tp: o for tp, o in req.offsets.items() if tp.topic in allowed}
+    if not kept:
+        return s.answer(p.TxnOffsetCommitResponse(partitions=denied))
+    return s.serve(replace(req, offsets=kept), lambda r: replace(r, partitions={**r.partitions, **denied}))
+
+
+def _write_txn_markers(s: Screen) -> Envelope | None:
+    req: p.WriteTxnMarkersRequest = s.env.body
+    if s.may(Op.CLUSTER_ACTION, R.CLUSTER):
+        return s.env
+    return s.answer(
+        p.WriteTxnMarkersResponse(
+            results={m.producer_id: dict.fromkeys(m.partitions, CLUSTER) for m in req.markers}
+        )
+    )
+
+
+def _describe_transactions(s: Screen) -> Envelope | None:
+    req: p.DescribeTransactionsRequest = s.env.body
+    allowed = {t for t in req.transactional_ids if s.may(Op.DESCRIBE, R.TRANSACTIONAL_ID, t)}
+    denied = tuple(
+        p.DescribedTransaction(
+            transactional_id=t, error=TRANSACTIONAL_ID, message=_message(TRANSACTIONAL_ID, f"describe {t}")
+        )
+        for t in req.transactional_ids
+        if t not in allowed
+    )
+
+    def finish(r: p.DescribeTransactionsResponse) -> p.DescribeTransactionsResponse:
+        # The partitions of a transaction are shown only on topics the principal may describe.
+        shown = s.topics_allowed(
+            Op.DESCRIBE, (tp.topic for t in r.transactions for tp in t.partitions), log=False
+        )
+        kept = tuple(
+            replace(t, partitions=tuple(tp for tp in t.partitions if tp.topic in shown))
+            for t in r.transactions
+        )
+        return replace(r, transactions=kept + denied)
+
+    return s.serve(
+        replace(req, transactional_ids=tuple(t for t in req.transactional_ids if t in allowed)), finish
+    )
+
+
+def _list_transactions(s: Screen) -> Envelope | None:
+    if s.may(Op.DESCRIBE, R.CLUSTER, log=False):
+        return s.env
+
+    def visible(r: p.ListTransactionsResponse) -> p.ListTransactionsResponse:
+        return replace(
+            r,
+            transactions=tuple(
+                t
+                for t in r.transactions
+                if s.may(Op.DESCRIBE, R.TRANSACTIONAL_ID, t.transactional_id, log=False)
+            ),
+        )
+
+    return s.serve(s.env.body, visible)
+
+
+# ---------------------------------------------------------------------------- SCRAM users
+
+
+def _alter_scram(s: Screen) -> Envelope | None:
+    req: AlterScramRequest = s.env.body
+    if s.may(Op.ALTER, R.CLUSTER):
+        return s.env
+    why = _message(CLUSTER, "alter the cluster's SCRAM credentials")
+    users = dict.fromkeys([u for u, _ in req.deletions] + [u for u, _ in req.upsertions])
+    return s.answer(
+        AlterScramResponse(results=tuple(UserResult(user=u, error=CLUSTER, message=why) for u in users))
+    )
+
+
+def _describe_scram(s: Screen) -> Envelope | None:
+    if s.may(Op.DESCRIBE, R.CLUSTER):
+        return s.env
+    why = _message(CLUSTER, "describe the cluster's SCRAM credentials")
+    return s.answer(DescribeScramResponse(error=CLUSTER, message=why))
+
+
 RULES: dict[type, Rule] = {
     p.ProduceRequest: _produce,
     p.FetchRequest: _fetch,
@@ -511,6 +675,15 @@ RULES: dict[type, Rule] = {
         Op.DESCRIBE, lambda e: p.DescribeAclsResponse(error=e.error, message=e.message)
     ),
     p.InitProducerIdRequest: _init_producer_id,
+    p.AddPartitionsToTxnRequest: _add_partitions_to_txn,
+    p.AddOffsetsToTxnRequest: _add_offsets_to_txn,
+    p.EndTxnRequest: _end_txn,
+    p.TxnOffsetCommitRequest: _txn_offset_commit,
+    p.WriteTxnMarkersRequest: _write_txn_markers,
+    p.DescribeTransactionsRequest: _describe_transactions,
+    p.ListTransactionsRequest: _list_transactions,
+    AlterScramRequest: _alter_scram,
+    DescribeScramRequest: _describe_scram,
 }
 
 

@@ -278,3 +278,101 @@ def test_a_principal_is_checked_where_a_client_is_made(cluster: Cluster) -> None
 
     with pytest.raises(InvalidRequest, match="Type:name"):
         cluster.producer(principal="alice")
+
+
+def test_transaction_requests_need_write_on_the_transactional_id_and_then_on_what_they_touch(
+    cluster: Cluster,
+) -> None:
+    allow(cluster, "User:alice", "write", kind="transactional_id", name="tx-1")
+    allow(cluster, "User:alice", "write")  # orders, not payments
+    orders, payments = TopicPartition("orders", 0), TopicPartition("payments", 0)
+
+    def add(transactional_id: str) -> p.AddPartitionsToTxnResponse:
+        body = p.AddPartitionsToTxnRequest(
+            transactional_id=transactional_id, producer_id=1, producer_epoch=0, partitions=(orders, payments)
+        )
+        answer = ask(cluster, "User:alice", body)
+        assert isinstance(answer, p.AddPartitionsToTxnResponse)
+        return answer
+
+    # Kafka adds none of them: the topic denied says why, the other was not attempted.
+    assert add("tx-1").partitions == {
+        orders: "OPERATION_NOT_ATTEMPTED",
+        payments: "TOPIC_AUTHORIZATION_FAILED",
+    }
+    assert set(add("tx-2").partitions.values()) == {"TRANSACTIONAL_ID_AUTHORIZATION_FAILED"}
+    offsets = ask(
+        cluster,
+        "User:alice",
+        p.AddOffsetsToTxnRequest(
+            transactional_id="tx-1", producer_id=1, producer_epoch=0, group_id="billing"
+        ),
+    )
+    assert isinstance(offsets, p.AddOffsetsToTxnResponse)
+    assert offsets.error == "GROUP_AUTHORIZATION_FAILED"
+    end = ask(
+        cluster,
+        "User:alice",
+        p.EndTxnRequest(transactional_id="tx-2", producer_id=1, producer_epoch=0, committed=True),
+    )
+    assert isinstance(end, p.EndTxnResponse)
+    assert end.error == "TRANSACTIONAL_ID_AUTHORIZATION_FAILED"
+    commit = ask(
+        cluster,
+        "User:alice",
+        p.TxnOffsetCommitRequest(
+            transactional_id="tx-1", group_id="billing", producer_id=1, producer_epoch=0, offsets={orders: 3}
+        ),
+    )
+    assert isinstance(commit, p.TxnOffsetCommitResponse)
+    assert commit.error == "GROUP_AUTHORIZATION_FAILED"
+    markers = ask(
+        cluster,
+        "User:alice",
+        p.WriteTxnMarkersRequest(
+            markers=(
+                p.TxnMarkerEntry(
+                    producer_id=1, producer_epoch=0, committed=True, coordinator_epoch=0, partitions=(orders,)
+                ),
+            )
+        ),
+    )
+    assert isinstance(markers, p.WriteTxnMarkersResponse)
+    assert markers.results == {1: {orders: "CLUSTER_AUTHORIZATION_FAILED"}}
+    described = ask(cluster, "User:alice", p.DescribeTransactionsRequest(transactional_ids=("tx-2",)))
+    assert isinstance(described, p.DescribeTransactionsResponse)
+    assert [(t.transactional_id, t.error) for t in described.transactions] == [
+        ("tx-2", "TRANSACTIONAL_ID_AUTHORIZATION_FAILED")
+    ]
+    assert any("WRITE on TransactionalId:tx-2" in d for d in denials(cluster))
+
+
+def test_a_transactional_producer_with_its_acls_commits_and_a_listing_shows_what_one_may_describe(
+    cluster: Cluster,
+) -> None:
+    allow(cluster, "User:alice", "write", kind="transactional_id", name="tx-1")
+    allow(cluster, "User:alice", "write")
+    allow(cluster, "User:alice", "describe")
+    producer = cluster.producer(principal="User:alice", transactional_id="tx-1")
+    producer.init_transactions()
+    producer.begin_transaction()
+    sent = producer.send("orders", value=b"paid", partition=0)
+    producer.commit_transaction()
+    assert sent.result().offset == 0
+    # Listing transactions without DESCRIBE on the cluster shows only the ones the principal may describe.
+    listed = ask(cluster, "User:bob", p.ListTransactionsRequest())
+    assert isinstance(listed, p.ListTransactionsResponse)
+    assert listed.transactions == ()
+    listed = ask(cluster, "User:admin", p.ListTransactionsRequest())
+    assert isinstance(listed, p.ListTransactionsResponse)
+    assert [t.transactional_id for t in listed.transactions] == ["tx-1"]
+
+
+def test_scram_credentials_are_altered_and_described_with_the_cluster_resource(cluster: Cluster) -> None:
+    from lab.engine.scram_admin import AlterScramRequest, AlterScramResponse, DescribeScramRequest
+
+    altered = ask(cluster, "User:alice", AlterScramRequest(deletions=(("bob", "SCRAM-SHA-256"),)))
+    assert isinstance(altered, AlterScramResponse)
+    assert [(r.user, r.error) for r in altered.results] == [("bob", "CLUSTER_AUTHORIZATION_FAILED")]
+    described = ask(cluster, "User:alice", DescribeScramRequest())
+    assert getattr(described, "error", None) == "CLUSTER_AUTHORIZATION_FAILED"
