@@ -9,7 +9,7 @@ served for what it may touch, and the answer gets the rest back with TOPIC_AUTHO
 
 | API | needs |
 |---|---|
-| Produce | WRITE Topic (per partition) |
+| Produce | WRITE Topic (per partition); transactional records: WRITE TransactionalId first |
 | Fetch | a follower: CLUSTER_ACTION Cluster; a consumer: READ Topic |
 | ListOffsets | DESCRIBE Topic |
 | OffsetForLeaderEpoch | CLUSTER_ACTION Cluster, or DESCRIBE Topic |
@@ -48,12 +48,14 @@ from lab.engine import protocol as p
 from lab.engine.acl import CLUSTER_NAME, Operation, ResourceType
 from lab.engine.errors import (
     ClusterAuthorizationFailed,
+    CorruptRecord,
     GroupAuthorizationFailed,
     TopicAuthorizationFailed,
     TransactionalIdAuthorizationFailed,
 )
 from lab.engine.ids import TopicPartition
 from lab.engine.network import Envelope
+from lab.engine.records import read_header
 from lab.engine.scram_admin import (
     AlterScramRequest,
     AlterScramResponse,
@@ -111,8 +113,21 @@ def _message(_error: str, what: str) -> str:
 # ---------------------------------------------------------------------------- data
 
 
+def _has_transactional_records(req: p.ProduceRequest) -> bool:
+    try:
+        return any(read_header(batches).is_transactional for batches in req.partitions.values() if batches)
+    except CorruptRecord:
+        return False  # the broker refuses it, with the reason
+
+
 def _produce(s: Screen) -> Envelope | None:
     req: p.ProduceRequest = s.env.body
+    if _has_transactional_records(req) and (
+        req.transactional_id is None or not s.may(Op.WRITE, R.TRANSACTIONAL_ID, req.transactional_id)
+    ):
+        why = _message(TRANSACTIONAL_ID, f"write {req.transactional_id}")
+        failed = p.ProducePartitionResult(error=TRANSACTIONAL_ID, message=why)
+        return s.answer(p.ProduceResponse(partitions=dict.fromkeys(req.partitions, failed)))
     allowed = s.topics_allowed(Op.WRITE, (tp.topic for tp in req.partitions))
     denied = {
         tp: p.ProducePartitionResult(error=TOPIC, message=_message(TOPIC, f"write to {tp.topic}"))

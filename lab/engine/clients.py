@@ -880,6 +880,7 @@ class Producer(_Client):
             timeout_ms=self.request_timeout_ms,
             partitions=partitions,
             records=sum(len(b.values) for b in batches.values()),
+            transactional_id=None if self.txn is None else self.txn.transactional_id,
         )
         if self.acks == 0:
             self.endpoint.send_oneway(leader, request)

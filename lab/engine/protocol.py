@@ -22,6 +22,7 @@ class ProduceRequest:
     timeout_ms: int
     partitions: Mapping[TopicPartition, bytes]
     records: int = 0  # how many records the batches hold, for the pictures
+    transactional_id: str | None = None  # a transactional producer's: its batches need WRITE on it
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -71,16 +71,15 @@ class Connection:
         self.in_flight = 0
         self.announced = False  # its connect is in the journal (after its first request)
         self.api = ""  # the API being served (requests are served one at a time)
-        # The listener's security protocol (PLAINTEXT, SASL_PLAINTEXT, SSL, SASL_SSL), who the client
-        # is (Kafka's principal: ANONYMOUS until SASL says otherwise), and its SASL state on a SASL one.
+        # The listener's security protocol (PLAINTEXT, SASL_PLAINTEXT, SSL, SASL_SSL) and, on a SASL
+        # one, the connection's SASL state.
         self.listener = listener
-        self.principal = "User:ANONYMOUS"
         self.sasl = state_for(listener)
         self.close_after_answer = ""  # a handler's answer that ends the connection: why (sent first)
         cluster = server.cluster
         self.endpoint = Endpoint(cluster.network, cluster.scheduler, self.node, self._no_requests)
-        # PLAINTEXT: no authentication, so User:ANONYMOUS; a SASL or TLS listener sets the principal
-        # it authenticated, and every request after carries it.
+        # Kafka's principal: User:ANONYMOUS until a SASL login says otherwise; every request after
+        # carries the principal it authenticated.
         self.principal = ANONYMOUS
         self._queue = SerialQueue(self._failed)
 

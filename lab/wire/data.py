@@ -128,6 +128,7 @@ async def produce(conn: Connection, request: Request) -> Any:
         timeout_ms=millis(body.timeout),
         partitions=partitions,
         records=sum(counts.values()),
+        transactional_id=body.transactional_id,
     )
     if body.acks == 0:
         conn.send_oneway(engine_request)

@@ -376,3 +376,26 @@ def test_scram_credentials_are_altered_and_described_with_the_cluster_resource(c
     assert [(r.user, r.error) for r in altered.results] == [("bob", "CLUSTER_AUTHORIZATION_FAILED")]
     described = ask(cluster, "User:alice", DescribeScramRequest())
     assert getattr(described, "error", None) == "CLUSTER_AUTHORIZATION_FAILED"
+
+
+def test_transactional_records_need_write_on_their_transactional_id_before_the_topic(
+    cluster: Cluster,
+) -> None:
+    allow(cluster, "User:alice", "write")  # on orders: enough for plain records, not transactional ones
+    orders = TopicPartition("orders", 0)
+    batch = build_batch(
+        [(None, b"x")],
+        timestamp_ms=cluster.now_ms,
+        producer_id=7,
+        producer_epoch=0,
+        base_sequence=0,
+        is_transactional=True,
+    )
+    for transactional_id in ("tx-9", None):
+        request = p.ProduceRequest(
+            acks=-1, timeout_ms=1_000, partitions={orders: batch}, transactional_id=transactional_id
+        )
+        answer = ask(cluster, "User:alice", request)
+        assert isinstance(answer, p.ProduceResponse)
+        assert answer.partitions[orders].error == "TRANSACTIONAL_ID_AUTHORIZATION_FAILED"
+    assert cluster.partition_state("orders", 0)["logs"]["1"]["log_end_offset"] == 0
