@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import NodeExistsError, NoNodeError
+from kazoo.exceptions import ConnectionLoss, NodeExistsError, NoNodeError
 from kazoo.protocol.states import KazooState
 
 from lab.engine.errors import PolicyViolation
@@ -300,18 +300,26 @@ class Owners:
             known, generation = self._workers, self._generation
         if known is not None:
             return known
+        self._connected()
         read = {w.name: w for w in self._zk.workers()}
         with self._lock:
             if self._generation == generation:
                 self._workers = read
         return read
 
+    def _connected(self) -> None:
+        """ConnectionLoss at once while ZooKeeper is out (kazoo would hold the read until it is back)."""
+        if self._zk.client.state != KazooState.CONNECTED:
+            raise ConnectionLoss("ZooKeeper is not answering this process")
+
     def owner(self, slug: str) -> Worker | None:
-        """The live worker holding ``slug``'s lease, or None."""
+        """The live worker holding ``slug``'s lease, or None (ConnectionLoss: ZooKeeper is out and the
+        owner was not known)."""
         workers = self.workers()
         with self._lock:
             name, generation = self._leases.get(slug), self._generation
         if name is None:
+            self._connected()
             lease = self._zk.lease(slug)
             if lease is None:
                 return None
