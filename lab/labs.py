@@ -365,6 +365,16 @@ def render_fragment(template: str, context: dict[str, Any]) -> str:
     return get_template(template).template.render(Context(context, autoescape=True, use_l10n=False))  # type: ignore[no-any-return]
 
 
+def warm_up() -> None:
+    """Load the URL configuration and the lab page's template once, before labs draw: a class's labs
+    drawing their first frames at once would each load them (Django's URL resolver is filled per
+    thread while it is being filled), seconds of CPU right when every student opens their page."""
+    from django.urls import reverse
+
+    reverse("lab-act", args=["a-lab", "kill"])
+    get_template(TemplateRenderer.template)
+
+
 class TemplateRenderer:
     """Fragments of ``lab/live.html`` as out-of-band HTML (one renderer per lab: URLs need its slug).
 

@@ -245,6 +245,7 @@ def main(argv: list[str] | None = None) -> int:
             _say(f"Kafka listeners: {error}")
             return 1
 
+        labs.warm_up()  # the labs started here draw their first frames with the URLs and templates loaded
         user, password = labs.ensure_demo_user()
         demo = labs.ensure_demo_lab(user)
         if workers:

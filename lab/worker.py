@@ -63,6 +63,9 @@ class Worker:
     # ------------------------------------------------------------------ life
 
     def run(self) -> int:
+        from lab.labs import warm_up
+
+        warm_up()  # before any lab is ours: none draws its first frame loading the URLs and templates
         self.ownership.register(self.name, self.courier.channel, self.cap)
         self.ownership.watch(self.changed.set)
         self.ownership.on_session(self._lost)
