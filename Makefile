@@ -19,7 +19,9 @@ CHROMIUM := /usr/bin/chromium
 POSTGRES_INITDB := /usr/lib/postgresql/*/bin/initdb
 KCAT := /usr/bin/kcat
 REDIS_SERVER := /usr/bin/redis-server
-WORKERS ?= 0
+# Lab worker processes: one per core (a Python process runs on one core at a time); 0 runs the labs in
+# the web process.
+WORKERS ?= $(shell nproc 2>/dev/null || echo 1)
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 # `$(APT_INSTALL) pkg...`: apt-get install, refreshing the package lists first only when there are
@@ -35,7 +37,8 @@ APT_INSTALL = apt_install() { \
 
 help:
 	@echo "make run    serve the lab at http://$(HOST):$(PORT) with a managed ZooKeeper (Ctrl-C stops all)"
-	@echo "make run WORKERS=N   the same, the labs run by N worker processes over a managed Redis"
+	@echo "make run WORKERS=N   the labs run by N worker processes over a managed Redis (default: one per core;"
+	@echo "                     WORKERS=0 runs them in the web process)"
 	@echo "make test   ruff, mypy, pytest, then the browser tests in Chromium"
 	@echo "make clean  remove .venv, var/ and caches"
 

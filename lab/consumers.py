@@ -9,6 +9,7 @@ ended (lab.revocation), it checks again; if it has, the page is told why and the
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -18,11 +19,14 @@ from django.conf import settings
 from django.template.loader import render_to_string
 
 from lab import access, revocation
-from lab.labs import live_of
+from lab.engine.errors import KafkaError
+from lab.labs import live_of, on_workers
 from lab.models import Lab
-from lab.remote import RemoteLab
-from lab.runtime.broadcast import broadcaster
+from lab.remote import RemotePage
+from lab.runtime.broadcast import broadcaster, group_name
 from lab.runtime.live import LiveLab
+
+log = logging.getLogger(__name__)
 
 # Close codes for a refused connection (sent before the handshake is accepted, so the
 # browser sees the handshake fail; tests see the code).
@@ -30,6 +34,9 @@ NOT_LOGGED_IN = 4401
 NOT_YOURS = 4404
 # Closed after access ended (the demo ended, ...): the page says why and does not reconnect.
 ACCESS_ENDED = 4410
+# The lab's worker could not run it (the class server is full, no worker) or did not answer: the page
+# tries again, as after a server restart.
+UNAVAILABLE = 1011
 
 
 def _visible(user: Any, slug: str, session: Any) -> tuple[Lab | None, str, str]:
@@ -38,8 +45,15 @@ def _visible(user: Any, slug: str, session: Any) -> tuple[Lab | None, str, str]:
     return lab, session.session_key or "", revocation.session_hash_of(session)
 
 
+def log_unavailable(slug: str, error: BaseException) -> None:
+    if isinstance(error, KafkaError | TimeoutError):
+        log.warning("lab %s: a page could not subscribe: %s", slug, error)
+    else:
+        log.error("lab %s: a page could not subscribe", slug, exc_info=error)
+
+
 class LabConsumer(AsyncWebsocketConsumer):
-    live: LiveLab | RemoteLab | None = None
+    live: LiveLab | RemotePage | None = None
     lab: Lab | None = None
     renewing: asyncio.Task[None] | None = None
     group: str | None = None
@@ -61,24 +75,29 @@ class LabConsumer(AsyncWebsocketConsumer):
         if lab is None:  # another person's lab, or none: the same answer for both
             await self.close(code=NOT_YOURS)
             return
-        live = await asyncio.to_thread(live_of, lab)
+        # A lab on a worker: the handshake completes now, and the owner sends the full state when
+        # it has counted the page (no round trip holds the handshake, however busy the workers are).
+        live: LiveLab | RemotePage = (
+            RemotePage(slug) if on_workers() else await asyncio.to_thread(live_of, lab)
+        )
         broadcaster.attach(asyncio.get_running_loop())
         self.lab = lab
         self.live = live
         self.slug = slug
         self.user_pk = user.pk
-        self.group = live.group
+        self.group = group_name(slug)
         self.user_group = revocation.user_group(user.pk)
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.channel_layer.group_add(self.user_group, self.channel_name)
         await self.accept()
         await self._subscribe(live)
 
-    async def _subscribe(self, live: Any) -> None:
+    async def _subscribe(self, live: LiveLab | RemotePage) -> None:
         """Count this page on the lab and send it the full state: here, or (a lab on a worker) the
         lab's owner sends it to this consumer's channel."""
-        if isinstance(live, RemoteLab):
-            live.subscribe_channel(self.channel_name)
+        if isinstance(live, RemotePage):
+            answer = await asyncio.to_thread(live.subscribe, self.channel_name)
+            answer.add_done_callback(self._subscribed)
             if self.renewing is None:
                 self.renewing = asyncio.get_running_loop().create_task(self._renew())
             return
@@ -86,11 +105,27 @@ class LabConsumer(AsyncWebsocketConsumer):
         html = await asyncio.to_thread(live.render_full, frame)
         await self.send(text_data=html)
 
+    def _subscribed(self, answer: Any) -> None:
+        """(the courier's thread) The owner could not run the lab or did not answer: close; the page
+        connects again, as after a restart, and the lab's page says why."""
+        error = answer.exception()
+        if error is None:
+            return
+        log_unavailable(self.slug, error)
+        loop = broadcaster.loop
+        if loop is not None:
+            asyncio.run_coroutine_threadsafe(self._unavailable(), loop)
+
+    async def _unavailable(self) -> None:
+        if self.live is None:
+            return
+        await self._leave()
+        await self.close(code=UNAVAILABLE)
+
     async def lab_moved(self, event: dict[str, Any]) -> None:
         """The lab's worker stopped and another took the lab up: subscribe there (the full state follows)."""
         if self.live is None or self.lab is None:
             return
-        self.live = await asyncio.to_thread(live_of, self.lab)
         await self._subscribe(self.live)
 
     async def _renew(self) -> None:
@@ -98,8 +133,8 @@ class LabConsumer(AsyncWebsocketConsumer):
         while True:
             await asyncio.sleep(settings.LAB_PAGE_RENEW_S)
             live = self.live
-            if isinstance(live, RemoteLab):
-                await asyncio.to_thread(live.subscribe_channel, self.channel_name)
+            if isinstance(live, RemotePage):
+                await asyncio.to_thread(live.renew)
 
     async def disconnect(self, code: int) -> None:
         await self._leave()

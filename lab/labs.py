@@ -12,6 +12,7 @@ import os
 import re
 import secrets
 import shutil
+import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +21,8 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
-from django.template.loader import render_to_string
+from django.template import Context
+from django.template.loader import get_template
 from django.utils.text import slugify
 
 from lab import limits as lab_limits
@@ -43,7 +45,7 @@ from lab.runtime.spec import (
     LabSpec,
     TopicSpec,
 )
-from lab.visuals.frame import TopicIndex, plog_key
+from lab.visuals.frame import TopicIndex, plog_key, same_inputs
 from lab.zookeeper_server import INSTALL_HINT, zookeeper_status
 
 log = logging.getLogger(__name__)
@@ -382,13 +384,52 @@ def register_fragment(key: str, template: str) -> None:
 register_fragment(LISTENERS_VIEW, LISTENERS_FRAGMENT)
 
 
+def render_fragment(template: str, context: dict[str, Any]) -> str:
+    """``template`` drawn with ``context``, numbers as Python writes them: the lab formats no number for
+    a locale (no thousands separator: offsets are read as offsets), and skipping Django's localization
+    of every number is a third of a frame's drawing (``tests/test_labs.py`` checks the result is the same)."""
+    return get_template(template).template.render(Context(context, autoescape=True, use_l10n=False))  # type: ignore[no-any-return]
+
+
+def warm_up() -> None:
+    """Load the URL configuration and the lab page's template once, before labs draw: a class's labs
+    drawing their first frames at once would each load them (Django's URL resolver is filled per
+    thread while it is being filled), seconds of CPU right when every student opens their page."""
+    from django.urls import reverse
+
+    reverse("lab-act", args=["a-lab", "kill"])
+    get_template(TemplateRenderer.template)
+
+
 class TemplateRenderer:
-    """Fragments of ``lab/live.html`` as out-of-band HTML (one renderer per lab: URLs need its slug)."""
+    """Fragments of ``lab/live.html`` as out-of-band HTML (one renderer per lab: URLs need its slug).
+
+    Each fragment's last drawing is kept with what it was drawn from: a page that connects gets the
+    lab's full state drawn only where it changed since the frames drew it (a class opening its labs at
+    once costs the labs almost nothing)."""
 
     template = "lab/live.html"
 
     def __init__(self, slug: str) -> None:
         self.slug = slug
+        self._lock = threading.Lock()
+        self._drawn: dict[str, tuple[tuple[object, ...], str]] = {}
+
+    def _inputs(self, key: str, views: Mapping[str, object]) -> tuple[object, ...] | None:
+        """What fragment ``key`` is drawn from (None: the whole frame, never kept)."""
+        if EXTRA_FRAGMENTS.get(key.split(":", 1)[0]) is not None:
+            return None
+        if key == "plogs":
+            index = views.get("plogs")
+            names = [*getattr(index, "topics", ()), *getattr(index, "internal", ())]
+            return (index, *(views.get(plog_key(n)) for n in names))
+        if key.startswith("plog:"):
+            return (views.get(key), views.get("plogs"))
+        if key == "clients":
+            return (views.get(key), views.get("client-stats"))
+        if key == "cluster-map":
+            return (views.get(key), views.get("sessions"))
+        return (views.get(key),)
 
     def context(self, key: str, views: Mapping[str, object]) -> dict[str, Any]:
         ctx: dict[str, Any] = {"slug": self.slug, "v": views.get(key), "views": views}
@@ -406,15 +447,29 @@ class TemplateRenderer:
         return ctx
 
     def fragment(self, key: str, views: Mapping[str, object]) -> str:
+        inputs = self._inputs(key, views)
+        if inputs is not None:
+            with self._lock:
+                last = self._drawn.get(key)
+            if last is not None and same_inputs(last[0], inputs):
+                return last[1]
+        html = self.draw(key, views)
+        if inputs is not None:
+            with self._lock:
+                self._drawn[key] = (inputs, html)
+        return html
+
+    def draw(self, key: str, views: Mapping[str, object]) -> str:
+        """Fragment ``key`` drawn afresh."""
         extra = EXTRA_FRAGMENTS.get(key.split(":", 1)[0])
         if extra is not None:
-            return render_to_string(extra, {"v": views.get(key), "key": key, "views": views})
+            return render_fragment(extra, {"v": views.get(key), "key": key, "views": views})
         name = "plog" if key.startswith("plog:") else key
         ctx = self.context(key, views)
         if name == "plog":
             ctx["t"] = ctx["v"]
             ctx["tip"] = ctx.get("tip", {})
-        return render_to_string(f"{self.template}#{name}", ctx)
+        return render_fragment(f"{self.template}#{name}", ctx)
 
     def fragments(self, views: Mapping[str, object]) -> dict[str, str]:
         """Every fragment, keyed for templates (``cluster-map`` -> ``cluster_map``)."""

@@ -13,6 +13,7 @@ web processes can sit behind any balancer without sticky sessions.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import threading
 from collections.abc import Mapping
@@ -63,10 +64,9 @@ def owner_channel(slug: str) -> tuple[str, str]:
     """(worker name, its channel) of the worker that owns ``slug``, or should: POLICY_VIOLATION when
     every worker is full, IllegalState when none runs."""
     zk = ownership()
-    workers = {w.name: w for w in zk.workers()}
-    lease = zk.lease(slug)
-    if lease is not None and lease.worker in workers:
-        return lease.worker, workers[lease.worker].channel
+    owner = zk.cached().owner(slug)  # no ZooKeeper round trip while nothing moved
+    if owner is not None:
+        return owner.name, owner.channel
     candidates = zk.candidates(slug)
     if not candidates:
         raise IllegalState("no lab worker is running: the lab cannot start (make run WORKERS=N starts them)")
@@ -173,14 +173,42 @@ class RemoteLab:
         self._take(reply.pop("status"))
         return reply
 
-    def subscribe_channel(self, channel: str) -> None:
-        """A page's websocket: the owner counts it (a watched lab stays awake) and sends it the full state;
-        sent again every LAB_PAGE_RENEW_S while the page is open (a renewal sends nothing back)."""
+    def unsubscribe(self) -> None:
+        """Nothing to undo: a RemoteLab is not a page (RemotePage is)."""
+
+
+class RemotePage:
+    """A page's websocket on a lab a worker runs. Opening it is one message to the owner, which counts
+    the page (a watched lab stays awake), starts the lab if nobody runs it, and sends the page the lab's
+    full state (drawn from the fragments its frames drew: ``TemplateRenderer``); no status is asked
+    first, so a class opening its labs at once waits for nothing but that."""
+
+    def __init__(self, slug: str) -> None:
+        self.slug = slug
+        self.group = group_name(slug)
+        self.channel = ""
+
+    def subscribe(self, channel: str) -> Future[Any]:
+        """Subscribe ``channel``; the future fails with Kafka's error when the lab cannot run (the
+        class server is full, no worker runs) or TimeoutError when its owner does not answer."""
         self.channel = channel
-        tell(self.slug, "subscribe", channel=channel)
+        return ask(self.slug, "subscribe", ANSWER_S, channel=channel)
+
+    def renew(self) -> None:
+        """Sent every LAB_PAGE_RENEW_S while the page is open (a renewal sends nothing back)."""
+        tell(self.slug, "subscribe", channel=self.channel)
 
     def unsubscribe(self) -> None:
-        tell(self.slug, "unsubscribe", channel=getattr(self, "channel", ""))
+        tell(self.slug, "unsubscribe", channel=self.channel)
+
+
+async def aremote_lab(slug: str, why: str = "a page or an API call") -> RemoteLab:
+    """``remote_lab`` for async code: the answer is awaited, no thread waits for it."""
+    timeout_s = float(settings.LAB_WORKER_TIMEOUT_S)
+    # The owner's name may need a ZooKeeper read (lab.runtime.ownership.Owners): off the event loop.
+    answer = await asyncio.to_thread(ask, slug, "wake", timeout_s, why=why)
+    status = await asyncio.wrap_future(answer)  # the courier fails it with TimeoutError in time
+    return RemoteLab(slug, status)
 
 
 def remote_lab(slug: str, why: str = "a page or an API call") -> RemoteLab:

@@ -138,6 +138,14 @@ def _start_workers(count: int, data_dir: Any, timeout_s: float = 60.0) -> Any:
     return pool
 
 
+def default_workers() -> int:
+    """``$WORKERS`` (make's variable, if in the environment), else one lab worker per core: a Python
+    process runs on one core at a time (the GIL), so a class's labs use every core only spread over
+    as many processes."""
+    given = os.environ.get("WORKERS", "").strip()
+    return int(given) if given else os.cpu_count() or 1
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m lab.serve", description=__doc__.splitlines()[0])
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
@@ -145,8 +153,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--workers",
         type=int,
-        default=int(os.environ.get("WORKERS", "").strip() or 0),  # make's variable, if in the environment
-        help="lab worker processes to run the labs (default $WORKERS, else 0: the labs run in this process)",
+        default=default_workers(),
+        help="lab worker processes to run the labs (default $WORKERS, else one per core; 0: the labs run "
+        "in this process)",
     )
     args = parser.parse_args(argv)
 
@@ -236,6 +245,7 @@ def main(argv: list[str] | None = None) -> int:
             _say(f"Kafka listeners: {error}")
             return 1
 
+        labs.warm_up()  # the labs started here draw their first frames with the URLs and templates loaded
         user, password = labs.ensure_demo_user()
         demo = labs.ensure_demo_lab(user)
         if workers:

@@ -63,6 +63,9 @@ class Worker:
     # ------------------------------------------------------------------ life
 
     def run(self) -> int:
+        from lab.labs import warm_up
+
+        warm_up()  # before any lab is ours: none draws its first frame loading the URLs and templates
         self.ownership.register(self.name, self.courier.channel, self.cap)
         self.ownership.watch(self.changed.set)
         self.ownership.on_session(self._lost)
@@ -185,6 +188,13 @@ class Worker:
             self.courier.group_send(live.group, {"type": MOVED, "text": text})
         return live
 
+    def running(self, slug: str) -> Any:
+        """The lab's LiveLab if this worker runs it (no thread hop, no lock: most messages are for one)."""
+        from lab.runtime.manager import runtime
+
+        live = runtime.get(slug)
+        return live if live is not None and live.state != "stopped" else None
+
     def forget(self, slug: str) -> None:
         from lab.runtime.manager import runtime
 
@@ -195,6 +205,8 @@ class Worker:
     # ------------------------------------------------------------------ commands (the courier's loop)
 
     async def _handle(self, message: dict[str, Any]) -> None:
+        from lab.runtime import actions
+
         if message.get("type") != COMMAND:
             return
         op, slug = str(message.get("op", "")), str(message.get("slug", ""))
@@ -203,19 +215,21 @@ class Worker:
             await self.courier.reply(message, result="forgotten")
             return
         try:
-            live = await asyncio.to_thread(self.claim, slug)
+            live = self.running(slug) or await asyncio.to_thread(self.claim, slug)
         except Exception as error:
             await self.courier.reply(message, error=error)
             return
         if op == "act":
             args = dict(message.get("args") or {})
-            future = live.act(str(message.get("name", "")), args, by=str(message.get("by", "")))
+            name = str(message.get("name", ""))
+            future = live.act(name, args, by=str(message.get("by", "")))
             try:
                 result = await asyncio.wrap_future(future)
             except Exception as error:
                 await self.courier.reply(message, error=error)
                 return
-            await asyncio.to_thread(self._save_spec, live)
+            if not actions.is_read(name):  # a read changes no spec: no database round trip
+                await asyncio.to_thread(self._save_spec, live)
             await self.courier.reply(message, result={"result": result, "status": self.status(live)})
         elif op in ("status", "claim"):
             await self.courier.reply(message, result=self.status(live))
@@ -232,8 +246,10 @@ class Worker:
         elif op == "subscribe":
             channel = str(message["channel"])
             if self.page_watches(live, channel):
+                # Drawn where the frames changed it since they drew it (TemplateRenderer): cheap.
                 html = await asyncio.to_thread(live.render_full, live.frame)
                 await self.courier.deliver(channel, {"type": "lab.frame", "html": html})
+            await self.courier.reply(message, result="subscribed")  # a renewal asks for no answer
         elif op == "unsubscribe":
             self.page_leaves(live, str(message.get("channel", "")))
         else:

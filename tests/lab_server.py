@@ -58,7 +58,7 @@ class LabServer:
             self.process = subprocess.Popen(
                 [
                     *(sys.executable, "-m", "lab.serve", "--host", self.host, "--port", str(self.port)),
-                    *(("--workers", str(self.workers)) if self.workers else ()),
+                    *("--workers", str(self.workers)),
                 ],
                 cwd=REPO,
                 env=self._env,

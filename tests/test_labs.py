@@ -13,6 +13,7 @@ from pytest_django.fixtures import Settings as SettingsWrapper
 
 from lab import labs
 from lab.engine.errors import IllegalArgument, InvalidConfig
+from lab.listening import LISTENERS_VIEW
 from lab.managed_server import free_port
 from lab.models import Lab, LabPort
 from lab.runtime.manager import runtime
@@ -145,6 +146,89 @@ def test_live_of_starts_a_lab_once_and_renders_its_fragments(settings: SettingsW
         assert f'id="{dom_id}" hx-swap-oob="true"' in html, dom_id
     assert "In-memory metadata: ZooKeeper is not running." in html
     assert "apt-get install -y zookeeper" in html
+
+
+def test_a_page_connecting_gets_the_full_state_drawn_only_where_the_frames_did_not_draw_it(
+    settings: SettingsWrapper,
+) -> None:
+    settings.LAB_ZOOKEEPER = ""
+    lab = make_lab(make_user())
+    live = labs.live_of(lab)
+    live.ready.result(30)
+    live.subscribe()  # the first page: it gets every fragment drawn, and each frame draws what changed
+    live.render_full(live.wait_for_frame(lambda f: plog_key("orders") in f.views))
+    live.act("client-producer", {"topic": "orders", "rate": "20"}).result(10)
+    first = live.frame.seq
+    live.wait_for_frame(lambda f: f.seq >= first + 3)
+    # The clock paused, frames stop (nothing changes): the latest frame is the one a page connects to.
+    live.act("clock-pause", {}).result(10)
+    frame = live.wait_for_frame(lambda f: f.views["clock-time"].paused)  # type: ignore[attr-defined]
+    renderer = live.renderer
+    assert isinstance(renderer, labs.TemplateRenderer)
+    drawn: list[str] = []
+    draw = renderer.draw
+
+    def counted(key: str, views: Any) -> str:
+        drawn.append(key)
+        return draw(key, views)
+
+    renderer.draw = counted  # type: ignore[method-assign]
+    full = live.render_full(frame)
+    renderer.draw = draw  # type: ignore[method-assign]
+    # The same page as every fragment drawn afresh...
+    assert full == "".join(draw(key, frame.views) for key in frame.views)
+    # ...drawn again only where a fragment's inputs changed since a frame drew it: those drawn from
+    # other fragments' views too (the partition-log index holds every topic's block, the cluster map
+    # the sessions, the clients their counters: frames draw only the fragment whose view changed), and
+    # the lab's listeners (drawn from the whole frame). Not the timeline, the tree, the charts...
+    assert set(drawn) <= {"plogs", "cluster-map", "clients", LISTENERS_VIEW}, drawn
+
+
+def test_fragments_are_drawn_as_django_would_localize_them() -> None:
+    # The renderer skips Django's localization of numbers (a third of a frame's cost); with the lab's
+    # settings (no thousands separator, English) the page is the same, large numbers included.
+    from django.template.loader import render_to_string
+
+    from lab.engine import Cluster
+    from lab.visuals.clock import LabStatus
+    from lab.visuals.frame import FrameInputs, build
+
+    c = Cluster.create(brokers=3, seed=7)
+    try:
+        c.create_topic("orders", partitions=3, replication_factor=3)
+        p = c.producer(acks="all")
+        for i in range(1500):
+            p.send("orders", key=f"k{i % 7}".encode(), value=b"v" * 1200)
+        p.flush()
+        c.run_for(2_000)
+        snap = c.snapshot()
+        views = build(
+            FrameInputs(
+                snapshot=snap,
+                config=dict(c.config.values),
+                events=tuple(c.events(0)),
+                rebalances=(),
+                tree=c.zookeeper_tree(),
+                tree_previous=None,
+                tree_error=None,
+                samples=(),
+                rate=1.0,
+                paused=False,
+                status=LabStatus(
+                    state="running", store="memory", zookeeper="", chroot="/t", error="", fallback_reason=""
+                ),
+                simulated_clients=True,
+            )
+        )
+    finally:
+        c.close()
+    renderer = labs.TemplateRenderer("t")
+    for key in views:
+        name = "plog" if key.startswith("plog:") else key
+        context = renderer.context(key, views)
+        if name == "plog":
+            context["t"] = context["v"]
+        assert renderer.draw(key, views) == render_to_string(f"lab/live.html#{name}", context), key
 
 
 def test_runtime_changes_are_saved_to_the_row(settings: SettingsWrapper) -> None:

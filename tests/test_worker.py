@@ -293,7 +293,9 @@ def test_a_page_whose_web_process_died_stops_keeping_its_lab_awake(tmp_path: Pat
 
         page.send(owner.channel, watch).result(5)
         assert wait_until(lambda: any(f.get("type") == "lab.frame" for f in frames), 15)  # the full state
-        assert status()["state"] == "running"
+        # The full state comes at once, drawn from what the lab's frames drew: the lab may still be
+        # starting (its page says so), and runs soon after.
+        assert wait_until(lambda: status()["state"] == "running", 60)
         watched_until = time.monotonic() + 4
         while time.monotonic() < watched_until:  # renewed: the lab stays awake though its sleep is 1 s
             page.send(owner.channel, watch).result(5)

@@ -19,7 +19,7 @@ from django.http import HttpRequest
 from lab import access
 from lab.api.errors import LabTimeout, Refused
 from lab.engine.errors import KafkaError
-from lab.labs import asave_spec, live_of
+from lab.labs import asave_spec, live_of, on_workers
 from lab.models import Lab
 from lab.runtime.live import LiveLab
 
@@ -37,6 +37,10 @@ async def lab_for(request: HttpRequest, slug: str, *, act: bool = False) -> Lab:
 
 
 async def live(lab: Lab) -> LiveLab:
+    if on_workers():  # the owner's answer is awaited here, not by a thread of the loop's few
+        from lab import remote
+
+        return await remote.aremote_lab(lab.slug)  # type: ignore[return-value]
     return await asyncio.to_thread(live_of, lab)
 
 

@@ -28,7 +28,7 @@ def lab_out(lab: Lab, user: Any, live: LiveLab | None = None) -> dict[str, Any]:
     if live is None and on_workers():  # a lab on a lab worker runs while a worker holds its lease
         from lab import remote
 
-        leased = remote.ownership().lease(lab.slug) is not None
+        leased = remote.ownership().cached().owner(lab.slug) is not None
         return {**_out(lab, user, None), "state": "running" if leased else "stopped", "store": "zookeeper"}
     return _out(lab, user, live)
 

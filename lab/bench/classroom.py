@@ -11,7 +11,8 @@ Per WORKERS value: ``handshakes`` / ``handshakes_ok`` (a 101 and a first message
 ``HANDSHAKE_S``), ``frame_p50_ms`` / ``frame_p99_ms`` (from the moment a lab read its state for a
 frame to the frame's arrival, over every frame at every client), ``api_p50_ms`` / ``api_p99_ms``
 (``GET /api/labs/{slug}`` by a few API clients through the window), ``cpu_per_busy_lab`` (the
-server's processes, ZooKeeper and Redis left out, over the labs), ``rss_per_lab_mb`` (their memory
+server's processes, ZooKeeper and Redis left out, over the labs; ``client_cpu`` is the bench's own
+clients, on the same cores), ``rss_per_lab_mb`` (their memory
 after the labs started, less before), and ``cpu_per_idle_watched_lab`` / ``cpu_per_sleeping_lab``
 (one lab measured alone by ``lab.bench.idle``, the same for every WORKERS value).
 
@@ -279,9 +280,10 @@ def _one(workers: int, labs: int, duration_s: float) -> dict[str, Any]:
         asyncio.run(_running(port, made))
         started_s = time.monotonic() - t0
         pids = _lab_processes(server)
-        cpu0, wall0 = _usage(pids), time.monotonic()
+        cpu0, wall0, client0 = _usage(pids), time.monotonic(), time.process_time()
         seen, attempted, _ = asyncio.run(_class(port, made, duration_s))
         cpu1, wall = _usage(pids), time.monotonic() - wall0
+        client_cpu = (time.process_time() - client0) / wall
         rss = sum(rss_mb(p) for p in _lab_processes(server))  # after the window: logs and journals have grown
     finally:
         if server is not None:
@@ -309,6 +311,7 @@ def _one(workers: int, labs: int, duration_s: float) -> dict[str, Any]:
         "cpu_per_busy_lab": round(server_cpu / live, 4),
         "rss_per_lab_mb": round((rss - before) / live, 1),
         "server_cpu": round(server_cpu, 3),
+        "client_cpu": round(client_cpu, 3),  # this bench's own websocket and API clients, on the same cores
         "busiest_process_cpu": round(busiest, 3),
         "processes": len(per_process),
         "cores": cores,

@@ -44,7 +44,7 @@ from lab.runtime.spec import ClientSpec, LabSpec
 from lab.runtime.starting import Startup
 from lab.visuals.charts import Sample
 from lab.visuals.clock import LabStatus
-from lab.visuals.frame import FrameInputs, build
+from lab.visuals.frame import FrameInputs, Memo, build
 from lab.wire.connection import WireServer
 
 log = logging.getLogger(__name__)
@@ -64,6 +64,11 @@ QUIET_TICK_S = 0.5
 # The ZooKeeper tree is read again once the lab changed (lab.runtime.changes); in a quiet lab only
 # this often, for what changes in ZooKeeper without the lab (a person with zkCli).
 TREE_QUIET_INTERVAL_S = 30.0
+# The share of a core a lab's frames may take (building and drawing them, measured on the driver's
+# thread): a frame that cost 5 ms is followed by the next 250 ms later, not 100. A class of busy labs
+# then fits the server's cores, and a small lab keeps its ten frames a second.
+FRAME_SHARE = 0.02
+SLOWEST_FRAMES_S = 1.0  # however costly its frames, a watched lab that changes gets one a second
 
 
 # Why a broker's listener closed, by the broker's state (the timeline says it to the clients dropped).
@@ -185,6 +190,12 @@ class LiveLab:
         self._frame = Frame(
             seq=0, views={}, meta=FrameMeta(seq=0, time_ms=0, made_at=time.time(), event_at=time.time())
         )
+        # The tick in which something last changed the lab other than its clock (a command run, a Kafka
+        # client's request, an answer given): the last frame's snapshot answers a read only if it was
+        # taken in a later tick, so a read after an answer sees at least what a read queued behind
+        # it would (the engine one tick further on).
+        self._changed_tick = 0
+        self._last_snapshot: tuple[dict[str, Any], int, float] | None = None  # (snapshot, tick, when)
         self._subscribers = 0
         # Extensions (exercise checks, scenario players) hook in here instead of editing the loop:
         # tick hooks run on the driver thread after each advance; view hooks add view models to
@@ -210,6 +221,9 @@ class LiveLab:
         self._tree_key: object = None  # lab.runtime.changes' key when the tree was last read
         self._tree_checked_at = -math.inf
         self._last_publish = 0.0
+        self._frame_cost_s = 0.0  # what the last frames cost the driver's thread (a moving average)
+        self._memo = Memo()  # the views a frame may take over from the last one
+        self._events_seen: tuple[Event, ...] = ()
         self._first_step_at: float | None = None
         self._produced = 0
         self._consumed = 0
@@ -298,6 +312,12 @@ class LiveLab:
             future.set_exception(error)
             return future
         if actions.is_read(name):
+            if name == "snapshot":
+                snapshot = self._recent_snapshot()
+                if snapshot is not None:  # the last frame's: no wait behind the lab's queue
+                    answered: Future[Any] = Future()
+                    answered.set_result(snapshot)
+                    return answered
             return self.submit(fn)
 
         def run(lab: LiveLab) -> Any:
@@ -318,6 +338,24 @@ class LiveLab:
             frame = self._frame
         self.wake("a page opened")
         return frame
+
+    def _recent_snapshot(self) -> dict[str, Any] | None:
+        """The last frame's snapshot, if it is the lab as of at most a frame ago (nothing but the clock
+        changed it since), else None."""
+        with self._lock:
+            last = self._last_snapshot
+            changed_tick = self._changed_tick
+        if last is None or self.state != "running" or self.asleep or self._stopping:
+            return None
+        snapshot, tick, at = last
+        fresh_s = self._frame_interval() + self.publish_interval_s
+        if tick <= changed_tick or time.monotonic() - at > fresh_s:
+            return None
+        return snapshot
+
+    def _changed(self) -> None:
+        with self._lock:
+            self._changed_tick = self.ticks
 
     def nap_text(self) -> str:
         """What the lab's current or last sleep was ("" if it never slept), for the page and the API."""
@@ -558,12 +596,17 @@ class LiveLab:
         own timers make (an ISR shrinking, a group's member expiring) shows at the tick after. A
         fast clock ticks as often as it takes for a tick to run at most half of ``MAX_FRAME_MS``.
         A connected client, an awaited answer or a busy extension are never quiet: their timers
-        are not frames."""
-        if self._quiet and not self._ticking():
+        are not frames, and they tick every ``tick_s``. A lab busy by itself (its simulated clients)
+        ticks once per frame slot: what its engine did in between shows at the frame anyway, and a class
+        of such labs wakes five times less (fewer threads wanting the GIL at once: the workers' couriers
+        answer sooner)."""
+        ticking = self._ticking()
+        if self._quiet and not ticking:
             rate = self.clock.effective_rate
             return QUIET_TICK_S if rate <= 0 else min(QUIET_TICK_S, MAX_FRAME_MS / 2 / 1000 / rate)
-        due = self._last_publish + self.publish_interval_s - time.monotonic()
-        return max(0.0, min(self.tick_s, due))
+        due = self._last_publish + self._frame_interval() - time.monotonic()
+        step = self.tick_s if ticking else max(self.tick_s, self.publish_interval_s)
+        return max(0.0, min(step, due))
 
     def _ticking(self) -> bool:
         """Something the engine's next milliseconds matter to: an answer awaited, a Kafka client
@@ -618,6 +661,8 @@ class LiveLab:
             job()
         except Exception:  # a bug in the wire layer: the lab carries on
             log.exception("lab %s: a listener's work failed", self.slug)
+        finally:
+            self._changed()
         cluster = self._cluster
         if cluster is not None and cluster.now_ms > self.clock.target():
             self.clock.anchor(cluster.now_ms)
@@ -822,7 +867,12 @@ class LiveLab:
         if not future.set_running_or_notify_cancel():
             return
         try:
-            result = fn(self)
+            try:
+                result = fn(self)
+            finally:
+                # Before the caller hears: a read after the answer never gets a snapshot from before it
+                # (one while it runs may have what stood before it).
+                self._changed()
         except KafkaError as error:
             future.set_exception(error)
         except Exception as error:  # a bug, not a person's mistake: say so and keep the lab running
@@ -844,13 +894,18 @@ class LiveLab:
         for waiting, future in self._waiting:
             try:
                 if waiting.ready():
-                    future.set_result(waiting.result())
+                    answer = waiting.result()
                 elif now >= waiting.deadline:
-                    future.set_result(waiting.on_timeout())
+                    answer = waiting.on_timeout()
                 else:
                     still.append((waiting, future))
+                    continue
             except Exception as error:
+                self._changed()
                 future.set_exception(error)
+            else:
+                self._changed()  # before the caller hears: a read after it gets no snapshot from before
+                future.set_result(answer)
         self._waiting = still
 
     def _stepped(self) -> None:
@@ -943,18 +998,22 @@ class LiveLab:
             else {"time_ms": 0, "brokers": [], "topics": {}, "groups": {}, "clients": [], "in_flight": []}
         )
         if cluster is not None:
+            new = False
             for event in cluster.events(self._journal_seq):
+                new = True
                 self._events.append(event)
                 if event.kind == "rebalance":
                     self._rebalances.append(event)
             self._journal_seq = cluster.journal.last_seq
+            if new or len(self._events_seen) != len(self._events):
+                self._events_seen = tuple(self._events)  # the same object while nothing happened (Memo)
             if not self._samples or self._samples[-1].time_ms < cluster.now_ms:
                 self._samples.append(self._sample(cluster, snapshot))
         config = dict(cluster.config.values) if cluster is not None else dict(self._spec.config)
         return FrameInputs(
             snapshot=snapshot,
             config=config,
-            events=tuple(self._events),
+            events=self._events_seen,
             rebalances=tuple(self._rebalances),
             tree=self._tree,
             tree_previous=self._tree_prev,
@@ -1010,9 +1069,14 @@ class LiveLab:
             dict(hooked),
         )
 
+    def _frame_interval(self) -> float:
+        """The wall seconds between two frames: ``publish_interval_s``, or longer for a lab whose frames
+        cost more than ``FRAME_SHARE`` of a core at that pace."""
+        return max(self.publish_interval_s, min(SLOWEST_FRAMES_S, self._frame_cost_s / FRAME_SHARE))
+
     def _maybe_publish(self) -> None:
         now = time.monotonic()
-        if now - self._last_publish < self.publish_interval_s:
+        if now - self._last_publish < self._frame_interval():
             return
         self._last_publish = now
         made_at = time.time()  # the slot's start: frames stay a slot apart however long the key takes
@@ -1023,8 +1087,18 @@ class LiveLab:
         if self._quiet and not fresh and self._frame.seq:
             return  # nothing changed: no snapshot, no views, no frame (the page runs its clock itself)
         self._published_key = key
+        began = time.thread_time()
+        try:
+            self._make_frame(made_at, hooked)
+        finally:
+            cost = time.thread_time() - began
+            self._frame_cost_s = cost if not self._frame_cost_s else 0.7 * self._frame_cost_s + 0.3 * cost
+
+    def _make_frame(self, made_at: float, hooked: Mapping[str, object]) -> None:
         inputs = self._collect()
-        views = build(inputs)
+        with self._lock:
+            self._last_snapshot = (dict(inputs.snapshot), self.ticks, time.monotonic())
+        views = build(inputs, self._memo)
         views.update(hooked)
         first_step = self._first_step_at or made_at
         self._first_step_at = None

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import NodeExistsError, NoNodeError
+from kazoo.exceptions import ConnectionLoss, NodeExistsError, NoNodeError
 from kazoo.protocol.states import KazooState
 
 from lab.engine.errors import PolicyViolation
@@ -98,6 +98,7 @@ class Ownership:
             self.client.ensure_path(f"{self.base}/{folder}")
         self.me: Worker | None = None
         self._lock = threading.Lock()
+        self._owners: Owners | None = None
 
     def close(self) -> None:
         """End the session: this worker's registration and leases vanish at once."""
@@ -244,6 +245,13 @@ class Ownership:
         self.client.ChildrenWatch(f"{self.base}/_workers", lambda _children: changed())
         self.client.ChildrenWatch(f"{self.base}/_owners", lambda _children: changed())
 
+    def cached(self) -> Owners:
+        """This process's view of the workers and the leases, kept by watches (see Owners)."""
+        with self._lock:
+            if self._owners is None:
+                self._owners = Owners(self)
+            return self._owners
+
     def on_session(self, lost: Callable[[], None]) -> None:
         """Call ``lost()`` when this worker's session is gone: its leases with it."""
 
@@ -252,3 +260,71 @@ class Ownership:
                 lost()
 
         self.client.add_listener(listener)
+
+
+class Owners:
+    """Who runs which lab, as a web process asks it for every request: read from ZooKeeper once, then
+    kept until ZooKeeper says a worker or a lease came or went (watches on ``_workers`` and
+    ``_owners``), or the session's state changed. A request then costs no ZooKeeper round trip."""
+
+    def __init__(self, ownership: Ownership) -> None:
+        self._zk = ownership
+        self._lock = threading.Lock()
+        self._generation = 0  # moves at every change: a read begun before it is not kept
+        self._workers: dict[str, Worker] | None = None
+        self._leases: dict[str, str] = {}  # slug -> its owner's name
+        client = ownership.client
+        client.ChildrenWatch(f"{ownership.base}/_workers", self._workers_changed)
+        client.ChildrenWatch(f"{ownership.base}/_owners", self._owners_changed)
+        client.add_listener(self._session_changed)
+
+    # kazoo's thread: note the change, never call ZooKeeper
+    def _workers_changed(self, _children: list[str]) -> None:
+        with self._lock:
+            self._generation += 1
+            self._workers = None
+
+    def _owners_changed(self, _children: list[str]) -> None:
+        with self._lock:
+            self._generation += 1
+            self._leases.clear()
+
+    def _session_changed(self, _state: KazooState) -> None:
+        with self._lock:
+            self._generation += 1
+            self._workers = None
+            self._leases.clear()
+
+    def workers(self) -> dict[str, Worker]:
+        with self._lock:
+            known, generation = self._workers, self._generation
+        if known is not None:
+            return known
+        self._connected()
+        read = {w.name: w for w in self._zk.workers()}
+        with self._lock:
+            if self._generation == generation:
+                self._workers = read
+        return read
+
+    def _connected(self) -> None:
+        """ConnectionLoss at once while ZooKeeper is out (kazoo would hold the read until it is back)."""
+        if self._zk.client.state != KazooState.CONNECTED:
+            raise ConnectionLoss("ZooKeeper is not answering this process")
+
+    def owner(self, slug: str) -> Worker | None:
+        """The live worker holding ``slug``'s lease, or None (ConnectionLoss: ZooKeeper is out and the
+        owner was not known)."""
+        workers = self.workers()
+        with self._lock:
+            name, generation = self._leases.get(slug), self._generation
+        if name is None:
+            self._connected()
+            lease = self._zk.lease(slug)
+            if lease is None:
+                return None
+            name = lease.worker
+            with self._lock:
+                if self._generation == generation:
+                    self._leases[slug] = name
+        return workers.get(name)

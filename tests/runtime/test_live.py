@@ -649,3 +649,34 @@ def test_a_watched_lab_where_nothing_happens_ticks_at_most_twice_a_second(
         assert future.result(10)
     finally:
         live.stop()
+
+
+def test_a_snapshot_read_is_the_last_frames_and_never_older_than_an_answer(tmp_path: Path) -> None:
+    live = LiveLab(spec(tmp_path, slug="reads"), zookeeper=None, publish_interval_s=1.0).start()
+    try:
+        live.ready.result(30)
+        seq = live.frame.seq
+        live.wake("a test")  # a frame now, with the lab as it stands
+        live.wait_for_frame(lambda f: f.seq > seq)
+        # The driver is busy with something long: a read does not wait behind it.
+        running, release = threading.Event(), threading.Event()
+
+        def hold(lab: LiveLab) -> str:
+            running.set()
+            release.wait(10)
+            return "held"
+
+        held = live.submit(hold)
+        assert running.wait(10)
+        read = live.act("snapshot", {})
+        assert read.done()
+        assert [b["state"] for b in read.result()["brokers"]] == ["alive", "alive", "alive"]
+        release.set()
+        assert held.result(10) == "held"
+        # A read after an answer has what the answer said, never the lab from before it.
+        live.act("kill", {"broker": "2"}).result(10)
+        states = [b["state"] for b in live.act("snapshot", {}).result(10)["brokers"]]
+        assert states[1] != "alive"
+        assert states[0] == "alive"
+    finally:
+        live.stop()

@@ -117,3 +117,40 @@ def test_a_survivor_takes_no_more_orphans_than_its_cap(
     assert len(two.orphans()) == 3  # the rest wait for a worker with room
     two.forget("lab-0")
     assert "lab-0" not in two.placed()
+
+
+def test_a_web_process_knows_each_labs_owner_without_asking_zookeeper_until_something_moves(
+    zookeeper: str, installation: str, opened: list[Ownership]
+) -> None:
+    web = Ownership(zookeeper, installation, timeout_s=2.0)
+    opened.append(web)
+    one = _worker(zookeeper, installation, opened, "1", cap=10)
+    two = _worker(zookeeper, installation, opened, "2", cap=10)
+    assert one.claim("orders")[0]
+    owners = web.cached()
+    assert wait_until(lambda: (o := owners.owner("orders")) is not None and o.name == "1", 10)
+    assert owners.owner("payments") is None  # nobody runs it
+
+    # Known now: the answer needs no ZooKeeper, so it holds while the client is cut off from it.
+    reads: list[str] = []
+    real_get = web.client.get
+
+    def counted_get(path: str, *args: object, **kwargs: object) -> object:
+        reads.append(path)
+        return real_get(path, *args, **kwargs)
+
+    web.client.get = counted_get  # type: ignore[method-assign]
+    for _ in range(20):
+        owner = owners.owner("orders")
+        assert owner is not None
+        assert owner.channel == "channel-of-1"
+    assert reads == []
+    web.client.get = real_get  # type: ignore[method-assign]
+
+    # Worker 1 dies: its lease goes, and the web process follows at once, then to the lab's new owner.
+    opened.remove(one)
+    one.close()
+    assert wait_until(lambda: owners.owner("orders") is None, 10)
+    assert two.claim("orders") == (True, "1")
+    assert wait_until(lambda: (o := owners.owner("orders")) is not None and o.name == "2", 10)
+    assert [w.name for w in owners.workers().values()] == ["2"]
