@@ -1591,6 +1591,10 @@ class Consumer(_Client):
             self._positions.pop(tp, None)
             self._list_offset(tp, EARLIEST_TIMESTAMP if policy == "earliest" else LATEST_TIMESTAMP)
             return
+        if error == TopicAuthorizationFailed.name:
+            # Kafka's consumer raises it from poll(); it fetches again after the backoff, so an ACL
+            # added meanwhile lets it read on.
+            self._errors.append(TopicAuthorizationFailed(f"Not authorized to access topics: [{tp.topic}]"))
         # NOT_LEADER and the like: ask for metadata, and leave this partition alone for a moment.
         self.metadata.need([tp.topic])
         self._backoff_until[tp] = self.scheduler.now_ms + self.retry_backoff_ms

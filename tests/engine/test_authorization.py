@@ -399,3 +399,27 @@ def test_transactional_records_need_write_on_their_transactional_id_before_the_t
         assert isinstance(answer, p.ProduceResponse)
         assert answer.partitions[orders].error == "TRANSACTIONAL_ID_AUTHORIZATION_FAILED"
     assert cluster.partition_state("orders", 0)["logs"]["1"]["log_end_offset"] == 0
+
+
+def test_a_consumer_without_read_on_the_topic_is_told_by_poll_and_reads_once_allowed(
+    cluster: Cluster,
+) -> None:
+    cluster.producer().send("orders", value=b"paid", partition=0)
+    cluster.run_for(500)
+    allow(cluster, "User:carol", "describe")  # it may see the topic, not read it
+    consumer = cluster.consumer(principal="User:carol", auto_offset_reset="earliest")
+    consumer.assign([TopicPartition("orders", 0)])
+    with pytest.raises(TopicAuthorizationFailed, match=r"Not authorized to access topics: \[orders\]"):
+        consumer.poll(2_000)
+    allow(cluster, "User:carol", "read")
+    read: list[bytes | None] = []
+
+    def poll() -> bool:
+        try:
+            read.extend(r.value for r in consumer.poll(100))
+        except TopicAuthorizationFailed:
+            pass  # a denial fetched before the brokers took the ACL in
+        return bool(read)
+
+    assert any(poll() for _ in range(50))  # each poll drives the clock up to 100 ms
+    assert read == [b"paid"]
