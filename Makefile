@@ -33,7 +33,7 @@ APT_INSTALL = apt_install() { \
 	    || { $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q --no-install-recommends "$$@"; }; \
 	}; apt_install
 
-.PHONY: help run test lint typecheck pytest browser-tests system-zookeeper system-redis system-chromium system-postgresql system-kcat clean
+.PHONY: help run test lint typecheck pytest schema-tests browser-tests system-zookeeper system-redis system-chromium system-postgresql system-kcat clean
 
 help:
 	@echo "make run    serve the lab at http://$(HOST):$(PORT) with a managed ZooKeeper (Ctrl-C stops all)"
@@ -46,7 +46,8 @@ run: system-zookeeper system-redis $(STAMP)
 	$(VENV)/bin/python -m lab.serve --host $(HOST) --port $(PORT) --workers $(WORKERS)
 
 test: system-zookeeper system-redis system-chromium system-postgresql system-kcat $(STAMP)
-	$(MAKE) --no-print-directory lint typecheck pytest browser-tests
+	$(MAKE) --no-print-directory lint typecheck pytest
+	$(MAKE) --no-print-directory -j2 --output-sync=target schema-tests browser-tests
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check
@@ -55,22 +56,27 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy
 
-# Browser tests run in their own process: an asyncio test after a sync Playwright test in one
-# process fails. pytest exits 5 when it collects nothing; make counts that as the failure it is.
-# The suite waits on real processes (ZooKeeper, workers, servers) as much as it computes: two pytest
-# processes (pytest-xdist, a test module stays in one) halve its time on two cores. Each process
-# starts its own ZooKeeper, Redis and database, and takes its labs' ports from a window of its own.
+# The suite waits on real processes (ZooKeeper, workers, servers, Chromium) more than it computes, so
+# it runs in two pytest processes (pytest-xdist; a test module stays in one), and the schemathesis
+# module beside the browser tests. Each process starts its own ZooKeeper, Redis and database and takes
+# its labs' ports from a window of its own. pytest exits 5 when it collects nothing; make counts that as
+# the failure it is.
 TEST_PROCESSES ?= 2
 
-# The schemathesis module runs alone: under pytest-xdist its per-operation tests collapse into one.
+# The schemathesis module runs in a plain pytest: under pytest-xdist, beside other modules, its
+# per-operation tests collapse into one that checks nothing.
 SCHEMA_TESTS := tests/api/test_schema.py
 
 pytest: $(STAMP)
 	$(VENV)/bin/pytest -m "not browser" -n $(TEST_PROCESSES) --dist loadfile --ignore $(SCHEMA_TESTS) $(PYTEST_ARGS)
+
+schema-tests: $(STAMP)
 	$(VENV)/bin/pytest $(SCHEMA_TESTS) $(PYTEST_ARGS)
 
+# Browser tests run in pytest processes of their own: an asyncio test after a sync Playwright test in
+# one process fails.
 browser-tests: $(STAMP)
-	$(VENV)/bin/pytest -m browser tests/browser $(PYTEST_ARGS)
+	$(VENV)/bin/pytest -m browser -n $(TEST_PROCESSES) --dist loadfile tests/browser $(PYTEST_ARGS)
 
 system-zookeeper:
 	@if [ ! -f $(ZOOKEEPER_JAR) ] || ! command -v java >/dev/null; then \
