@@ -24,12 +24,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from lab.engine import consumer_protocol
-from lab.engine.assignment import EAGER, place_replicas
+from lab.engine.assignment import EAGER
 from lab.engine.control_records import marker_of
 from lab.engine.errors import KafkaError
 from lab.engine.ids import BrokerId, TopicPartition
-from lab.engine.metadata import paths
-from lab.engine.metadata.store import CreateOp, NodeExists
+from lab.engine.internal_topics import maybe_create_internal_topic
 from lab.engine.network import Envelope
 from lab.engine.protocol import (
     DeleteGroupsRequest,
@@ -381,37 +380,18 @@ class GroupCoordinator:
         self.broker.spawn(self._create_offsets_topic(), f"create {OFFSETS_TOPIC}")
 
     async def _create_offsets_topic(self) -> None:
-        zk = self.broker._zk()
         try:
-            if await zk.exists(paths.topic_path(OFFSETS_TOPIC)) is not None:
-                return
-            live = sorted(int(c) for c in await zk.get_children(paths.BROKER_IDS) if c.isdigit())
-            rf = min(self.broker.config.int("offsets.topic.replication.factor"), len(live))
-            placement = place_replicas(live, self.num_partitions, rf)
-            await zk.multi(
-                [
-                    CreateOp(
-                        path=paths.topic_config_path(OFFSETS_TOPIC),
-                        data=paths.encode_topic_config(OFFSETS_TOPIC_CONFIG),
-                    ),
-                    CreateOp(
-                        path=paths.topic_path(OFFSETS_TOPIC),
-                        data=paths.encode_topic_assignment(
-                            paths.TopicAssignment(
-                                partitions=placement, topic_id=self.broker.ctx.new_topic_id()
-                            )
-                        ),
-                    ),
-                ]
+            await maybe_create_internal_topic(
+                self.broker,
+                OFFSETS_TOPIC,
+                self.num_partitions,
+                self.broker.config.int("offsets.topic.replication.factor"),
+                lambda rf: OFFSETS_TOPIC_CONFIG,
+                lambda rf: (
+                    f"{self.num_partitions} partitions (offsets.topic.num.partitions; Kafka's default is 50), "
+                    f"replication factor {rf}, compacted"
+                ),
             )
-            self.broker.journal(
-                "topic_created",
-                f"broker {self.broker.id} creates {OFFSETS_TOPIC} on first use: {self.num_partitions} partitions "
-                f"(offsets.topic.num.partitions; Kafka's default is 50), replication factor {rf}, compacted",
-                topic=OFFSETS_TOPIC,
-            )
-        except NodeExists:
-            pass
         finally:
             self._creating_topic = False
 

@@ -33,13 +33,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from lab.engine import errors
-from lab.engine.assignment import place_replicas
 from lab.engine.control_records import Marker
 from lab.engine.errors import KafkaError
 from lab.engine.groups import OFFSETS_TOPIC, java_string_hash, partition_for_group
 from lab.engine.ids import BrokerId, TopicPartition
-from lab.engine.metadata import paths
-from lab.engine.metadata.store import CreateOp, NodeExists
+from lab.engine.internal_topics import maybe_create_internal_topic
 from lab.engine.network import Envelope
 from lab.engine.protocol import (
     AddOffsetsToTxnRequest,
@@ -337,40 +335,25 @@ class TransactionCoordinator:
         self.broker.spawn(self._create_topic(), f"create {TRANSACTION_STATE_TOPIC}")
 
     async def _create_topic(self) -> None:
-        zk = self.broker._zk()
+        config = self.broker.config
+
+        def topic_config(rf: int) -> Mapping[str, str]:
+            min_isr = min(config.int("transaction.state.log.min.isr"), rf)
+            return {**TRANSACTION_STATE_TOPIC_CONFIG, "min.insync.replicas": str(min_isr)}
+
         try:
-            if await zk.exists(paths.topic_path(TRANSACTION_STATE_TOPIC)) is not None:
-                return
-            live = sorted(int(c) for c in await zk.get_children(paths.BROKER_IDS) if c.isdigit())
-            rf = min(self.broker.config.int("transaction.state.log.replication.factor"), len(live))
-            min_isr = min(self.broker.config.int("transaction.state.log.min.isr"), rf)
-            config = {**TRANSACTION_STATE_TOPIC_CONFIG, "min.insync.replicas": str(min_isr)}
-            placement = place_replicas(live, self.num_partitions, rf)
-            await zk.multi(
-                [
-                    CreateOp(
-                        path=paths.topic_config_path(TRANSACTION_STATE_TOPIC),
-                        data=paths.encode_topic_config(config),
-                    ),
-                    CreateOp(
-                        path=paths.topic_path(TRANSACTION_STATE_TOPIC),
-                        data=paths.encode_topic_assignment(
-                            paths.TopicAssignment(
-                                partitions=placement, topic_id=self.broker.ctx.new_topic_id()
-                            )
-                        ),
-                    ),
-                ]
+            await maybe_create_internal_topic(
+                self.broker,
+                TRANSACTION_STATE_TOPIC,
+                self.num_partitions,
+                config.int("transaction.state.log.replication.factor"),
+                topic_config,
+                lambda rf: (
+                    f"{self.num_partitions} partitions (transaction.state.log.num.partitions; Kafka's default "
+                    f"is 50), replication factor {rf}, min.insync.replicas "
+                    f"{topic_config(rf)['min.insync.replicas']}, compacted"
+                ),
             )
-            self.broker.journal(
-                "topic_created",
-                f"broker {self.broker.id} creates {TRANSACTION_STATE_TOPIC} on first use: {self.num_partitions} "
-                f"partitions (transaction.state.log.num.partitions; Kafka's default is 50), replication factor "
-                f"{rf}, min.insync.replicas {min_isr}, compacted",
-                topic=TRANSACTION_STATE_TOPIC,
-            )
-        except NodeExists:
-            pass
         finally:
             self._creating_topic = False
 
