@@ -302,12 +302,7 @@ class Listeners:
             # ZooKeeper session expires), Kafka's Metadata still names a crashed broker, and a client
             # must be able to look up the leader it is told about (and find it refusing).
             for protocol, listener in mine:
-                advertised = (
-                    wire.advertised
-                    if protocol == "PLAINTEXT"
-                    else wire.listener_advertised.setdefault(protocol, {})
-                )
-                advertised[broker_id] = (self.advertised_host, listener.port)
+                wire.advertise(protocol, broker_id, (self.advertised_host, listener.port))
             if want:
                 for _, listener in mine:
                     opening.append(wire_loop.run(listener.open()))

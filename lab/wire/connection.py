@@ -325,6 +325,13 @@ class WireServer:
             return self.advertised
         return self.listener_advertised.get(listener, {})
 
+    def advertise(self, listener: str, broker_id: BrokerId, address: tuple[str, int]) -> None:
+        """Where clients of ``listener`` reach ``broker_id`` (Metadata, FindCoordinator answer it)."""
+        if listener == "PLAINTEXT":
+            self.advertised[broker_id] = address
+        else:
+            self.listener_advertised.setdefault(listener, {})[broker_id] = address
+
     @property
     def cluster_id(self) -> str | None:
         return self.cluster.cluster_id

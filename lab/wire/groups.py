@@ -14,7 +14,7 @@ from lab.engine.ids import TopicPartition
 from lab.wire.codec import Request
 from lab.wire.connection import Connection
 from lab.wire.registry import serves
-from lab.wire.shape import field, make, millis
+from lab.wire.shape import by_topic, field, make, millis
 
 GROUP, TRANSACTION = 0, 1
 WAIT_MARGIN_MS = 30_000  # beyond a request's own timeout, before the lab gives up on its broker
@@ -169,13 +169,13 @@ async def offset_commit(conn: Connection, request: Request) -> Any:
             offsets=offsets,
         )
     )
-    by_topic: dict[str, list[dict[str, Any]]] = {}
-    for tp in offsets:
-        error = answer.partitions.get(tp, answer.error)
-        by_topic.setdefault(tp.topic, []).append({"partition_index": tp.partition, "error_code": error})
+    topics = by_topic(
+        (tp, {"partition_index": tp.partition, "error_code": answer.partitions.get(tp, answer.error)})
+        for tp in offsets
+    )
     return make(
         request.response_schema,
-        {"throttle_time": 0, "topics": [{"name": n, "partitions": ps} for n, ps in by_topic.items()]},
+        {"throttle_time": 0, "topics": [{"name": n, "partitions": ps} for n, ps in topics.items()]},
     )
 
 

@@ -7,6 +7,7 @@ isolation_level and aborted_transactions (data.py); FindCoordinator key_type 1 (
 from __future__ import annotations
 
 import datetime
+from collections.abc import Mapping
 from typing import Any
 
 from lab.engine import protocol as p
@@ -14,7 +15,7 @@ from lab.engine.ids import TopicPartition
 from lab.wire.codec import Request
 from lab.wire.connection import Connection
 from lab.wire.registry import serves
-from lab.wire.shape import field, make, millis
+from lab.wire.shape import by_topic, field, make, millis
 
 
 @serves(22, "InitProducerId", 0, 4)
@@ -43,11 +44,11 @@ def _tps(topics: Any, name: str = "name", parts: str = "partitions") -> tuple[To
     return tuple(TopicPartition(getattr(t, name), int(i)) for t in topics for i in getattr(t, parts))
 
 
-def _results(answer: dict[TopicPartition, str | None]) -> list[tuple[str, list[tuple[int, str | None]]]]:
-    by_topic: dict[str, list[tuple[int, str | None]]] = {}
-    for tp, error in sorted(answer.items()):
-        by_topic.setdefault(tp.topic, []).append((tp.partition, error))
-    return sorted(by_topic.items())
+def _partition_errors(
+    errors: Mapping[TopicPartition, str | None], key: str = "error_code"
+) -> dict[str, list[dict[str, Any]]]:
+    """Each partition's error under its topic, topics and partitions in order."""
+    return by_topic((tp, {"partition_index": tp.partition, key: e}) for tp, e in sorted(errors.items()))
 
 
 @serves(24, "AddPartitionsToTxn", 0, 3)
@@ -66,13 +67,8 @@ async def add_partitions_to_txn(conn: Connection, request: Request) -> Any:
         {
             "throttle_time": 0,
             "results_by_topic_v3_and_below": [
-                {
-                    "name": topic,
-                    "results_by_partition": [
-                        {"partition_index": i, "partition_error_code": error} for i, error in parts
-                    ],
-                }
-                for topic, parts in _results(dict(answer.partitions))
+                {"name": topic, "results_by_partition": parts}
+                for topic, parts in _partition_errors(answer.partitions, "partition_error_code").items()
             ],
         },
     )
@@ -132,8 +128,7 @@ async def txn_offset_commit(conn: Connection, request: Request) -> Any:
         {
             "throttle_time": 0,
             "topics": [
-                {"name": topic, "partitions": [{"partition_index": i, "error_code": e} for i, e in parts]}
-                for topic, parts in _results(errors)
+                {"name": topic, "partitions": parts} for topic, parts in _partition_errors(errors).items()
             ],
         },
     )
@@ -164,11 +159,8 @@ async def write_txn_markers(conn: Connection, request: Request) -> Any:
                 {
                     "producer_id": pid,
                     "topics": [
-                        {
-                            "name": topic,
-                            "partitions": [{"partition_index": i, "error_code": e} for i, e in parts],
-                        }
-                        for topic, parts in _results(dict(results))
+                        {"name": topic, "partitions": parts}
+                        for topic, parts in _partition_errors(results).items()
                     ],
                 }
                 for pid, results in answer.results.items()
