@@ -467,6 +467,7 @@ class Producer(_Client):
         self._drain_ms: dict[BrokerId, int] = {}
         self._wakeup: Timer | None = None
         self._flushing = False
+        self._drained: Pending[None] | None = None  # a commit or abort waiting for every answer
         self._sent_count = 0  # records send() took, but for those it appended on its own since _arm
         self.acked = 0
         self.failed = 0
@@ -573,6 +574,7 @@ class Producer(_Client):
             self._settle_fast()
             self._close_endpoint()
             Scheduler.cancel(self._wakeup)
+            self._maybe_drained()
 
     @property
     def sent(self) -> int:
@@ -583,6 +585,20 @@ class Producer(_Client):
     def unanswered(self) -> int:
         """Records sent that have neither succeeded nor failed yet."""
         return self.sent - self.acked - self.failed - self._unacknowledged_by_design
+
+    def until_drained(self) -> Pending[None]:
+        """Resolved once every record sent has its answer (or the producer closed): a transaction's
+        commit or abort waits for it, woken by the answers rather than looking again and again."""
+        if self._drained is None or self._drained.done():
+            self._drained = Pending()
+        self._maybe_drained()
+        return self._drained
+
+    def _maybe_drained(self) -> None:
+        drained = self._drained
+        if drained is not None and (self.closed or self.unanswered == 0):
+            self._drained = None
+            drained.resolve(None)
 
     # Placing records in batches (Kafka's RecordAccumulator.append).
 
@@ -761,6 +777,7 @@ class Producer(_Client):
             elif not future.done():
                 keep.append(item)
         self._waiting = keep
+        self._maybe_drained()
 
     def _expire_waiting(self) -> None:
         now = self.scheduler.now_ms
@@ -778,6 +795,7 @@ class Producer(_Client):
             elif not future.done():
                 keep.append(item)
         self._waiting = keep
+        self._maybe_drained()
 
     # Sending (Kafka's Sender: ready, then drain).
 
@@ -846,6 +864,8 @@ class Producer(_Client):
             self.metadata.need(need_metadata)
         if next_ms is not None:
             self._kick(next_ms - now)
+        if self._drained is not None:
+            self._maybe_drained()  # batches expired, or records failed at once
 
     def _expire_batches(self, info: _TopicInfo, partition: int, now: int) -> None:
         queue = info.queues[partition]
@@ -939,6 +959,8 @@ class Producer(_Client):
                     "connection would have closed): retried, and the leader knows it if it wrote it"
                 ),
             )
+        if self._drained is not None:
+            self._maybe_drained()
         self._kick(0)
 
     def _answers_lost_before(self, tp: TopicPartition, batch: _ProducerBatch) -> set[int]:

@@ -114,6 +114,17 @@ GROUP_ID = Text(
     pattern=r"[^\x00-\x1f\x7f-\x9f]*[^\s\x00-\x1f\x7f-\x9f][^\x00-\x1f\x7f-\x9f]*",
     rule="is printable text, not only spaces",
 )
+# A producer's transactional.id: any printable text, as a group id (Kafka keeps it as a string).
+TRANSACTIONAL_ID = Text(
+    what="a transactional.id",
+    min_length=1,
+    max_length=249,
+    pattern=r"[^\x00-\x1f\x7f-\x9f]*[^\s\x00-\x1f\x7f-\x9f][^\x00-\x1f\x7f-\x9f]*",
+    rule="is printable text, not only spaces",
+)
+# transaction.timeout.ms a dashboard producer may ask for: at most the broker's transaction.max.timeout.ms
+# default (Kafka refuses more with INVALID_TRANSACTION_TIMEOUT).
+TRANSACTION_TIMEOUT_MS = Whole(what="transaction.timeout.ms", low=1_000, high=900_000)
 # ACLs: who (Type:name, printable ASCII without spaces; User:* is everyone), from where (an address
 # or *), and on what (a topic, a group, a transactional id, a prefix: printable, not only spaces).
 PRINCIPAL = Text(

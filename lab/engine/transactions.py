@@ -881,6 +881,8 @@ class TransactionCoordinator:
             "producer_epoch": meta.producer_epoch,
             "partitions": [[tp.topic, tp.partition] for tp in sorted(meta.partitions)],
             "coordinator": self.broker.id,
+            # The __transaction_state partition the id hashes to: its leader is the coordinator.
+            "state_partition": self._partition_of(meta.transactional_id),
             "coordinator_epoch": meta.coordinator_epoch,
             "timeout_ms": meta.timeout_ms,
             "start_ms": meta.start_ms,

@@ -46,7 +46,6 @@ if TYPE_CHECKING:
 _FIND_AGAIN = ("NOT_COORDINATOR", "COORDINATOR_NOT_AVAILABLE", "COORDINATOR_LOAD_IN_PROGRESS")
 _RETRY = (*_FIND_AGAIN, "CONCURRENT_TRANSACTIONS", "REQUEST_TIMED_OUT", "NETWORK_EXCEPTION", "TIMEOUT")
 ADD_PARTITIONS_RETRY_BACKOFF_MS = 20
-DRAIN_CHECK_MS = 5  # how often a commit or abort looks whether every record has its answer
 _FATAL = ("PRODUCER_FENCED", "INVALID_PRODUCER_EPOCH", "TRANSACTIONAL_ID_AUTHORIZATION_FAILED")
 
 
@@ -272,13 +271,8 @@ class TransactionManager:
         while producer.unanswered and not producer.closed:
             producer._flushing = True
             producer._kick(0)
-            await self._sleep(DRAIN_CHECK_MS)
+            await producer.until_drained()
         producer._flushing = False
-
-    def _sleep(self, delay_ms: int) -> Pending[None]:
-        out: Pending[None] = Pending()
-        self.producer.scheduler.call_later(delay_ms, out.resolve, None, label="txn drain")
-        return out
 
     def _wait(self, task: Task[None], timeout_ms: int, what: str) -> None:
         if not self.producer.host.run_until_true(task.outcome.done, timeout_ms):
@@ -472,6 +466,8 @@ class TransactionManager:
         return {
             "transactional_id": self.transactional_id,
             "state": self.state.value,
+            "producer_id": self.producer.producer_id,
+            "producer_epoch": self.producer.producer_epoch,
             "partitions": [[tp.topic, tp.partition] for tp in sorted(self.partitions)],
             "committed": self.committed,
             "aborted": self.aborted,

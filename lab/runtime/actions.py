@@ -621,7 +621,10 @@ _COMMANDS: dict[str, Parse] = {
 
 
 # The dashboard's controls: what a lab's page may ask through its control route (``views_lab.act``).
-CONTROLS: frozenset[str] = frozenset(_COMMANDS) | {"topic-create"}
+CONTROLS: frozenset[str] = frozenset(_COMMANDS) | {
+    "topic-create",
+    *(f"txn-{call}" for call in ("init", "begin", "send", "commit", "abort", "close")),
+}
 
 # Every command a lab knows, by name: the controls above, and what apps add with ``register``.
 COMMANDS: Mapping[str, Parse] = MappingProxyType(_COMMANDS)

@@ -9,7 +9,8 @@ microseconds per partition replica.
 What it covers (``tests/runtime/test_changes.py`` checks it against the snapshot over a busy run):
 the journal's cursor (every state change the engine tells about: brokers, elections, ISRs,
 sessions, groups, topics, configs), every replica's offsets, leader and ISR, the brokers' states
-and faults, the clients' counters, the groups' members, the losses, the messages in flight, and
+and faults, the clients' counters, the groups' members, the coordinators' transactions (an open
+one's timeout in whole seconds), the losses, the messages in flight, and
 the sessions the server no longer hears (their countdown is drawn from the snapshot).
 """
 
@@ -19,6 +20,7 @@ from typing import Any
 
 from lab.engine.cluster import Cluster
 from lab.engine.snapshot import broker_state, clients_view
+from lab.engine.transactions import TxnState
 
 
 def state_key(cluster: Cluster) -> tuple[Any, ...]:
@@ -41,6 +43,20 @@ def state_key(cluster: Cluster) -> tuple[Any, ...]:
             (group_id, group.state, group.generation, tuple(group.members), len(group.offsets))
             for group_id, group in broker.groups.groups.items()
         )
+        now = cluster.now_ms
+        transactions = tuple(
+            (
+                meta.transactional_id,
+                meta.state,
+                meta.producer_id,
+                meta.producer_epoch,
+                len(meta.partitions),
+                meta.pending,
+                # An open transaction's timeout is drawn in whole seconds of virtual time.
+                (meta.start_ms + meta.timeout_ms - now) // 1000 if meta.state is TxnState.ONGOING else None,
+            )
+            for meta in broker.transactions.transactions.values()
+        )
         brokers.append(
             (
                 broker_id,
@@ -53,6 +69,7 @@ def state_key(cluster: Cluster) -> tuple[Any, ...]:
                 _session(broker.previous_session),
                 replicas,
                 groups,
+                transactions,
             )
         )
     return (

@@ -22,6 +22,7 @@ from lab.visuals.lost import lost_records
 from lab.visuals.partition_log import partition_logs
 from lab.visuals.sessions import sessions_view
 from lab.visuals.timeline import timeline, timeline_filters
+from lab.visuals.transactions import transactions_view
 from lab.visuals.wire_clients import wire_clients_view
 from lab.visuals.zookeeper import zookeeper_tree
 
@@ -120,6 +121,7 @@ def build(inputs: FrameInputs, memo: Memo | None = None) -> dict[str, object]:
     views.update(
         {
             "groups": groups_view(snap, inputs.rebalances, config),
+            "transactions": transactions_view(snap, config),
             "clients": clients_view(snap),
             "client-stats": client_stats(snap),
             "wire-clients": wire_clients_view(

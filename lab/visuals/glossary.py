@@ -96,6 +96,34 @@ ENTRIES: Mapping[str, Entry] = {
         "is answered with the offset it got instead of being written twice, and a gap in the numbers is refused "
         "(OUT_OF_ORDER_SEQUENCE_NUMBER).",
     ),
+    "transactional_id": Entry(
+        sentence="transactional.id: a producer's name that outlives it: init_transactions gives it a producer "
+        "id and a new epoch; the coordinator keeps its state in __transaction_state, so a producer that "
+        "restarts with the same id finishes or aborts what the last one left open.",
+    ),
+    "txn_state": Entry(
+        sentence="The coordinator's state of a transactional id (Kafka's TransactionState): Empty, Ongoing "
+        "(partitions added), PrepareCommit or PrepareAbort (EndTxn written: it will end that way whatever "
+        "happens), CompleteCommit or CompleteAbort (every marker written); PrepareEpochFence while a newer "
+        "producer fences an open transaction.",
+    ),
+    "txn_coordinator": Entry(
+        sentence="The transaction coordinator: the leader of the __transaction_state partition the "
+        "transactional.id hashes to (Java's hashCode % partitions); each state is written there before it "
+        "takes effect, so a new leader of that partition completes what was prepared.",
+        config="transaction.state.log.num.partitions",
+    ),
+    "txn_timeout": Entry(
+        sentence="transaction.timeout.ms (the producer's, lab and Kafka 60000, at most the broker's "
+        "transaction.max.timeout.ms): an open transaction older than this is aborted by its coordinator, "
+        "under a bumped epoch, so the producer that left it open is fenced; the coordinator looks this often.",
+        config="transaction.abort.timed.out.transaction.cleanup.interval.ms",
+    ),
+    "producer_fenced": Entry(
+        sentence="Fenced (PRODUCER_FENCED): a newer producer called init_transactions with the same "
+        "transactional.id and got a higher epoch; the coordinator and the partitions' leaders refuse the old "
+        "epoch, so a zombie cannot write or commit; the fenced producer can only be closed.",
+    ),
     "in_flight": Entry(
         sentence="A request or response travelling between brokers, drawn from when it was sent to when it arrives.",
         config="lab.network.latency.ms",

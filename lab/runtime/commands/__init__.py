@@ -5,6 +5,6 @@ read): JSON arguments checked where the request arrives, an answer of JSON value
 topic admin ask for the same commands, so a topic created by a script and by a click are one thing.
 """
 
-from lab.runtime.commands import acls, groups, reads, records, topics, users
+from lab.runtime.commands import acls, groups, reads, records, topics, transactions, users
 
-__all__ = ["acls", "groups", "reads", "records", "topics", "users"]
+__all__ = ["acls", "groups", "reads", "records", "topics", "transactions", "users"]
