@@ -199,6 +199,16 @@ API_OPERATIONS: dict[tuple[str, str], tuple[str, Any]] = {
         API_ACT,
         {"topic": "orders", "to": "earliest"},
     ),
+    ("GET", "/api/labs/{slug}/transactions"): (API_READ, None),
+    ("POST", "/api/labs/{slug}/transactional-producers"): (
+        API_ACT,
+        {"producer": "tp", "transactional_id": "tx"},
+    ),
+    ("POST", "/api/labs/{slug}/transactional-producers/{producer}/begin"): (API_ACT, None),
+    ("POST", "/api/labs/{slug}/transactional-producers/{producer}/send"): (API_ACT, {"topic": "orders"}),
+    ("POST", "/api/labs/{slug}/transactional-producers/{producer}/commit"): (API_ACT, None),
+    ("POST", "/api/labs/{slug}/transactional-producers/{producer}/abort"): (API_ACT, None),
+    ("DELETE", "/api/labs/{slug}/transactional-producers/{producer}"): (API_ACT, None),
     ("GET", "/api/labs/{slug}/users"): (API_READ, None),
     ("POST", "/api/labs/{slug}/users"): (API_ACT, {"name": "alice", "password": "alice-secret"}),
     ("DELETE", "/api/labs/{slug}/users/{user}"): (API_ACT, None),
@@ -537,6 +547,7 @@ def _api_path(path: str, world: World, run_id: str, spare: Lab, produced: str) -
         .replace("{broker}", "1")
         .replace("{run_id}", run_id)
         .replace("{request_id}", produced)
+        .replace("{producer}", "tp")
     )
 
 

@@ -13,7 +13,7 @@ from typing import Any
 from django.http import HttpRequest
 
 from lab.accounts.models import TOKEN_PREFIX, role_of
-from lab.api import acls, control, errors, groups, labs, records, scenarios, topics, users
+from lab.api import acls, control, errors, groups, labs, records, scenarios, topics, transactions, users
 from lab.api.auth import TokenAuth
 from lab.api.openapi import LabApi
 from lab.api.schemas import MeOut
@@ -40,5 +40,5 @@ def me(request: HttpRequest) -> Any:
     return {"username": user.get_username(), "role": role_of(user), "token": secret[: len(TOKEN_PREFIX) + 6]}
 
 
-for module in (labs, topics, acls, records, groups, users, control, scenarios):
+for module in (labs, topics, acls, records, groups, transactions, users, control, scenarios):
     api.add_router("/", module.router)

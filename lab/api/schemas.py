@@ -528,6 +528,55 @@ class ResetOut(Schema):
     offsets: dict[str, int]
 
 
+# ----------------------------------------------------------------------------- transactions
+
+
+class TxnProducerOut(Schema):
+    producer: str = Field(description="the dashboard producer holding the transactional id")
+    state: str = Field(description="Kafka's client state: READY, IN_TRANSACTION, FATAL_ERROR...")
+    producer_id: int
+    producer_epoch: int
+    partitions: list[list[Any]]
+    committed: int
+    aborted: int
+    error: str | None = Field(description="PRODUCER_FENCED once a newer producer took the id")
+
+
+class TransactionOut(Schema):
+    transactional_id: str
+    state: str = Field(description="the coordinator's: Empty, Ongoing, PrepareCommit, CompleteCommit...")
+    producer_id: int
+    producer_epoch: int
+    partitions: list[list[Any]] = Field(description="[topic, partition] in the open transaction")
+    coordinator: int = Field(description="the broker leading the id's __transaction_state partition")
+    state_partition: int
+    coordinator_epoch: int
+    timeout_ms: int
+    start_ms: int
+    deadline_ms: int | None = Field(
+        description="when the coordinator aborts the open transaction (virtual ms)"
+    )
+    pending: str
+    producers: list[TxnProducerOut]
+
+
+class TxnInitIn(In):
+    producer: text(limits.CLIENT_NAME)  # type: ignore[valid-type]
+    transactional_id: text(limits.TRANSACTIONAL_ID)  # type: ignore[valid-type]
+    transaction_timeout_ms: int | None = whole(
+        limits.TRANSACTION_TIMEOUT_MS,
+        None,
+        description="the producer's transaction.timeout.ms (lab and Kafka: 60000)",
+    )
+
+
+class TxnSendIn(In):
+    topic: text(limits.TOPIC_NAME)  # type: ignore[valid-type]
+    count: int = whole(limits.RECORDS, 1)
+    key: text(limits.KEY) | None = None  # type: ignore[valid-type]
+    partition: int | None = whole(limits.PARTITION, None, description="default: the producer's partitioner")
+
+
 # ----------------------------------------------------------------------------- faults and the clock
 
 

@@ -18,16 +18,17 @@ from typing import TYPE_CHECKING, Any
 from lab.engine import limits
 from lab.engine.clients import Producer
 from lab.engine.errors import IllegalArgument, IllegalState, KafkaError
+from lab.engine.snapshot import clients_view, transactions_view
 from lab.engine.tasks import Task
 from lab.runtime.actions import (
     Act,
-    NotFound,
     Waiting,
     _int,
     _optional_int,
     _text,
     acks_waiting,
     register,
+    register_read,
 )
 from lab.runtime.commands.records import _partition_checked
 from lab.visuals.clock import clock_label
@@ -45,7 +46,8 @@ def _name(p: Mapping[str, Any]) -> str:
 def transactional_producer(lab: LiveLab, name: str) -> Producer:
     client = lab.cluster.clients.get(name)
     if not isinstance(client, Producer) or client.txn is None or client.closed:
-        raise NotFound(f"there is no transactional producer {name!r} in this lab: Init one first")
+        # As Kafka's client answers a transactional call before initTransactions.
+        raise IllegalState(f"there is no transactional producer {name!r} in this lab: Init one first")
     return client
 
 
@@ -200,6 +202,22 @@ def _close(p: Mapping[str, Any]) -> Act:
     return run
 
 
+def _list(p: Mapping[str, Any]) -> Act:
+    def run(lab: LiveLab) -> list[dict[str, Any]]:
+        holders: dict[str, list[dict[str, Any]]] = {}
+        for client in clients_view(lab.cluster):
+            txn = client.get("transaction")
+            if txn and client["state"] != "closed":
+                holders.setdefault(txn["transactional_id"], []).append({"producer": client["name"], **txn})
+        return [
+            {"transactional_id": tid, **meta, "producers": holders.get(tid, [])}
+            for tid, meta in transactions_view(lab.cluster).items()
+        ]
+
+    return run
+
+
+register_read("transactions", _list)
 register("txn-init", _init)
 register("txn-begin", _begin)
 register("txn-send", _send)

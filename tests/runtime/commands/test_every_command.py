@@ -107,6 +107,7 @@ def test_every_command_takes_and_answers_json_on_a_real_run(tmp_path: Path) -> N
         run("txn-begin", producer="tp")
         run("txn-send", producer="tp", topic="orders", count=2, key="k", partition=0)
         run("txn-commit", producer="tp")
+        run("transactions")
         run("txn-begin", producer="tp")
         run("txn-send", producer="tp", topic="orders", count=1, key=None, partition=None)
         run("txn-abort", producer="tp")

@@ -15,7 +15,6 @@ from lab.engine.errors import (
     KafkaError,
     ProducerFenced,
 )
-from lab.runtime.commands.transactions import NotFound
 from lab.runtime.live import LiveLab
 from lab.runtime.spec import TopicSpec
 from tests.walltime import FakeWall, still_lab, until_done
@@ -99,7 +98,8 @@ def test_an_aborted_transaction_is_never_read_committed(lab: Any) -> None:
 def test_calls_out_of_order_get_kafkas_error_by_name(lab: Any) -> None:
     live, wall = lab
     error = _refused(live, wall, "txn-begin", producer="tp")
-    assert isinstance(error, NotFound)
+    assert isinstance(error, IllegalState)
+    assert "Init one first" in error.message
     _call(live, wall, "txn-init", producer="tp", transactional_id="orders-tx")
     error = _refused(live, wall, "txn-commit", producer="tp")
     assert isinstance(error, IllegalState)
