@@ -127,6 +127,8 @@ def evaluate(run: ScenarioRun, args: dict[str, Any]) -> list[Check]:
             add(f"{p['producer']} errors", True, p["error"] in names, ok=p["error"] in names)
         if "offsets" in p:
             add(f"{p['producer']} offsets", p["offsets"], [f.result().offset for f in acked])
+    if "transaction" in args:
+        _transaction(run, args["transaction"], add)
     snapshot = None
     if (
         "controller" in args
@@ -214,3 +216,25 @@ def _check_group(run: ScenarioRun, g: dict[str, Any], add: Any) -> None:
         ]
         revoked = sum(len(v) for e in events for v in e.data.get("revoked", {}).values())
         add(f"partitions revoked in group {g['name']}", g["revoked_total"], revoked)
+
+
+def _transaction(run: ScenarioRun, t: dict[str, Any], add: Any) -> None:
+    """A transactional id as its coordinator (a live broker leading its __transaction_state partition) holds it."""
+    from lab.engine.transactions import transaction_coordinator_of
+
+    found = transaction_coordinator_of(run.cluster.brokers, t["id"])
+    name = f"transaction {t['id']}"
+    if found is None:
+        add(f"{name} has a coordinator", True, False)
+        return
+    broker, meta = found
+    if "state" in t:
+        add(f"{name} state", t["state"], meta.state.value)
+    if "producer_epoch" in t:
+        add(f"{name} producer epoch", t["producer_epoch"], meta.producer_epoch)
+    if "coordinator" in t:
+        add(f"{name} coordinator", t["coordinator"], broker.id)
+    if "not_coordinator" in t:
+        add(f"{name} coordinator is not {t['not_coordinator']}", True, broker.id != t["not_coordinator"])
+    if "partitions" in t:
+        add(f"{name} partitions", sorted(t["partitions"]), sorted(str(tp) for tp in meta.partitions))

@@ -35,7 +35,8 @@ import yaml
 from lab.engine import limits
 from lab.engine.acl import Operation
 from lab.engine.config import producer_config
-from lab.engine.errors import ConfigException, KafkaError
+from lab.engine.errors import ConfigException, KafkaError, error_class
+from lab.engine.transactions import TxnState
 from lab.scenarios import yamlsafe
 from lab.scenarios.yamlsafe import clip, excerpt, line_of
 
@@ -256,6 +257,15 @@ def _acks(value: Any) -> str:
     return "all" if text == "-1" else text
 
 
+def _error_name(value: Any) -> str:
+    """One of Kafka's error names the engine knows (PRODUCER_FENCED, INVALID_PRODUCER_EPOCH...)."""
+    if not isinstance(value, str) or error_class(value) is KafkaError:
+        raise _Bad(
+            f"one of Kafka's error names (PRODUCER_FENCED, INVALID_TXN_STATE...), not {excerpt(value)}"
+        )
+    return value
+
+
 def _choice(*options: str) -> Callable[[Any], str]:
     def check(value: Any) -> str:
         if value not in options:
@@ -349,6 +359,18 @@ EXPECT: Schema = {
             "lag": _nonneg,
         },
         ("name",),
+    ),
+    # A transactional id as its coordinator holds it now.
+    "transaction": _mapping(
+        {
+            "id": _str,
+            "state": _choice(*(state.value for state in TxnState)),
+            "producer_epoch": _nonneg,
+            "coordinator": _int,
+            "not_coordinator": _int,
+            "partitions": _strs,
+        },
+        ("id",),
     ),
     "consumed": _mapping(
         {"as": _str, "count": _nonneg, "values": _values, "offsets": _ints, "min_count": _nonneg}, ("as",)
@@ -460,13 +482,20 @@ STEPS: dict[str, tuple[Schema, tuple[str, ...], str | None]] = {
     ),
     # Transactions: begin_transaction makes the producer (with its transactional.id) and runs
     # init_transactions the first time; produce steps naming it send in the transaction.
+    # ``expect_error`` (Kafka's error name): the call must fail with it (a zombie fenced, say), and the
+    # step passes only then.
     "begin_transaction": (
-        {"producer": _str, "transactional_id": _str, "transaction_timeout_ms": _timeout_ms},
+        {
+            "producer": _str,
+            "transactional_id": _text_of(limits.TRANSACTIONAL_ID),
+            "transaction_timeout_ms": _within(limits.TRANSACTION_TIMEOUT_MS),
+            "expect_error": _error_name,
+        },
         ("producer",),
         "producer",
     ),
-    "commit_transaction": ({"producer": _str}, ("producer",), "producer"),
-    "abort_transaction": ({"producer": _str}, ("producer",), "producer"),
+    "commit_transaction": ({"producer": _str, "expect_error": _error_name}, ("producer",), "producer"),
+    "abort_transaction": ({"producer": _str, "expect_error": _error_name}, ("producer",), "producer"),
     "seek": ({"as": _str, "partition": _partition, "offset": _nonneg}, ("as", "partition", "offset"), None),
     "read": (
         {"as": _str, "count": _at_most(_positive, MAX_RECORDS, " records"), "timeout_ms": _timeout_ms},

@@ -451,17 +451,50 @@ class ScenarioRun:
         txn = producer.txn
         if txn is None:
             raise KafkaError(f"producer {name!r} was made without a transactional id")
+        expected = a.get("expect_error")
         if txn.state.value != "UNINITIALIZED":
-            producer.begin_transaction()
+            self._call(expected, producer.begin_transaction)
             return
         task = txn.start_init()
-        self._task(task, "init_transactions", then=producer.begin_transaction)
+        self._task(task, "init_transactions", then=producer.begin_transaction, expected=expected)
 
     def _do_commit_transaction(self, step: Step) -> None:
-        self._task(self._txn(step).start_commit(), "commit_transaction")
+        txn = self._txn(step)
+        self._call(
+            step.args.get("expect_error"),
+            lambda: self._task(
+                txn.start_commit(), "commit_transaction", expected=step.args.get("expect_error")
+            ),
+        )
 
     def _do_abort_transaction(self, step: Step) -> None:
-        self._task(self._txn(step).start_abort(), "abort_transaction")
+        txn = self._txn(step)
+        self._call(
+            step.args.get("expect_error"),
+            lambda: self._task(
+                txn.start_abort(), "abort_transaction", expected=step.args.get("expect_error")
+            ),
+        )
+
+    def _call(self, expected: str | None, call: Callable[[], None]) -> None:
+        """A transactional call that may fail at once (a call out of order: Kafka's client refuses it
+        before sending anything): with ``expected``, that error is the step's success."""
+        try:
+            call()
+        except KafkaError as exc:
+            if expected is None:
+                raise
+            self._failed_as(expected, exc)
+            return
+        if expected is not None and self._waiting is None:
+            raise KafkaError(f"expected {expected}, but the call succeeded")
+
+    def _failed_as(self, expected: str, error: BaseException) -> None:
+        name = getattr(error, "name", type(error).__name__)
+        assert self._current is not None
+        if name != expected:
+            raise KafkaError(f"expected {expected}, got {name}: {error}")
+        self._current.detail = f"{name}, as expected: {error}"
 
     def _txn(self, step: Step) -> TransactionManager:
         producer = self.producers.get(step.args["producer"])
@@ -471,10 +504,24 @@ class ScenarioRun:
             )
         return producer.txn
 
-    def _task(self, task: Task[None], what: str, then: Callable[[], None] | None = None) -> None:
-        """Wait, the runner's way, for a transactional call; its error (by Kafka's name) fails the step."""
+    def _task(
+        self,
+        task: Task[None],
+        what: str,
+        then: Callable[[], None] | None = None,
+        *,
+        expected: str | None = None,
+    ) -> None:
+        """Wait, the runner's way, for a transactional call; its error (by Kafka's name) fails the step,
+        unless it is the ``expected`` one, and then only that error passes it."""
 
         def go_on() -> None:
+            error = task.outcome.failed_with()
+            if expected is not None:
+                if error is None:
+                    raise KafkaError(f"expected {expected}, but {what} succeeded")
+                self._failed_as(expected, error)
+                return
             task.outcome.result()
             if then is not None:
                 then()

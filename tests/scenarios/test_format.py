@@ -59,6 +59,22 @@ def test_a_good_file_parses_with_lines_and_labels() -> None:
             3,
             "'principal' must be a principal that is written Type:name, e.g. User:alice",
         ),
+        (
+            "name: x\nsteps:\n  - commit_transaction: {producer: app, expect_error: FENCED_A_BIT}\n",
+            3,
+            "'expect_error' must be one of Kafka's error names (PRODUCER_FENCED, INVALID_TXN_STATE...)",
+        ),
+        (
+            "name: x\nsteps:\n  - expect: {transaction: {id: tx, state: Committed}}\n",
+            3,
+            "one of Empty, Ongoing, PrepareCommit, PrepareAbort, CompleteCommit, CompleteAbort",
+        ),
+        ("name: x\nsteps:\n  - expect: {transaction: {state: Ongoing}}\n", 3, "missing field 'id'"),
+        (
+            "name: x\nsteps:\n  - begin_transaction: {producer: app, transaction_timeout_ms: 10}\n",
+            3,
+            "'transaction_timeout_ms' must be a number from 1000 to 900000, not 10",
+        ),
         ("name: x\nflavour: mint\nsteps:\n  - kill: 1\n", 2, "unknown top-level key 'flavour'"),
         (
             "name: x\nsteps:\n  - produce: {topic: t, key: k, value: v, tombstone: true}\n",

@@ -149,3 +149,26 @@ def test_transaction_steps_commit_abort_and_fail_out_of_order_with_kafkas_error(
     assert [r.ok for r in results] == [True] * 9 + [False]
     assert "ILLEGAL_STATE" in results[-1].detail
     assert "from state READY to state COMMITTING_TRANSACTION" in results[-1].detail
+
+
+def test_expect_error_passes_only_with_that_error_and_transaction_expectations_can_fail() -> None:
+    scenario = parse(
+        "name: Fencing\ncluster: {brokers: 3}\nsteps:\n"
+        "  - create_topic: {name: t, replication_factor: 3}\n"
+        "  - begin_transaction: {producer: old, transactional_id: tx}\n"
+        "  - produce: {topic: t, count: 1, producer: old}\n"
+        "  - begin_transaction: {producer: new, transactional_id: tx}\n"
+        "  - abort_transaction: {producer: old, expect_error: PRODUCER_FENCED}\n"
+        "  - commit_transaction: {producer: new, expect_error: PRODUCER_FENCED}\n"
+        "  - begin_transaction: {producer: old, expect_error: INVALID_TXN_STATE}\n"
+        "  - expect: {transaction: {id: tx, state: Ongoing, producer_epoch: 2}}\n"
+        "  - expect: {transaction: {id: nobody}}\n"
+    )
+    results = run_to_end(scenario).run.results
+    assert [r.ok for r in results] == [True, True, True, True, True, False, False, False, False]
+    assert "PRODUCER_FENCED, as expected" in results[4].detail
+    assert "expected PRODUCER_FENCED" in results[5].detail  # the new producer's call is refused otherwise
+    assert "expected INVALID_TXN_STATE, got PRODUCER_FENCED" in results[6].detail
+    (state, epoch) = results[7].checks
+    assert (state.expected, state.actual, epoch.ok) == ("Ongoing", "Empty", True)
+    assert [(c.what, c.ok) for c in results[8].checks] == [("transaction nobody has a coordinator", False)]

@@ -27,6 +27,11 @@ def test_the_lab_ships_the_scenarios_the_issue_asks_for() -> None:
         "compaction",
         "controller-failover",
         "hanging-transaction",
+        "duplicate-without-idempotence",
+        "no-duplicate-with-idempotence",
+        "zombie-producer-fenced",
+        "read-committed-vs-uncommitted",
+        "coordinator-failover-mid-commit",
     } <= names
 
 
