@@ -148,6 +148,36 @@ def condition(
     if name == "controller_epoch_at_least":
         epoch = snapshot.get("controller_epoch", 0)
         return Outcome(ok=epoch >= arg, detail=f"controller epoch {epoch}")
+    if name in ("transaction_state", "transaction_epoch_at_least"):
+        meta = (snapshot.get("transactions") or {}).get(arg["id"])
+        if meta is None:
+            return Outcome(ok=False, detail=f"no coordinator knows transactional.id {arg['id']} yet")
+        shown = f"{arg['id']}: {meta['state']} at coordinator broker {meta['coordinator']}, epoch {meta['producer_epoch']}"
+        if name == "transaction_state":
+            return Outcome(ok=meta["state"] == arg["state"], detail=shown)
+        return Outcome(ok=meta["producer_epoch"] >= arg["epoch"], detail=shown)
+    if name == "producer_fenced":
+        client = next((c for c in snapshot.get("clients", []) if c["name"] == arg), None)
+        txn = None if client is None else client.get("transaction")
+        if txn is None:
+            return Outcome(ok=False, detail=f"no transactional producer named {arg}")
+        error = txn.get("error")
+        return Outcome(
+            ok=error == "PRODUCER_FENCED",
+            detail=f"{arg} is {txn['state']}" + (f" ({error})" if error else ""),
+        )
+    if name in ("lso_at_hw", "aborted_transactions_at_least"):
+        where = arg if name == "lso_at_hw" else arg["partition"]
+        part = _partition(snapshot, where)
+        if part is None:
+            return Outcome(ok=False, detail=f"{where} does not exist")
+        log = _leader_log(part)
+        hw, lso = log.get("high_watermark", 0), log.get("last_stable_offset", 0)
+        aborted = len((log.get("transactions") or {}).get("aborted") or ())
+        shown = f"{where}: LSO {lso}, HW {hw}, {aborted} aborted transaction(s) at the leader"
+        if name == "lso_at_hw":
+            return Outcome(ok=not part["offline"] and lso == hw, detail=shown)
+        return Outcome(ok=aborted >= arg["count"], detail=shown)
     if name in ("acl_allows", "acl_denies"):
         return _acl(name, arg, snapshot)
     raise ValueError(f"unknown condition {name!r}")

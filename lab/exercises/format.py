@@ -68,6 +68,11 @@ CONDITIONS: dict[str, str] = {
     "controller_not": "a broker id",
     "controller_changed": "true: another broker than at the start is the controller, at a higher epoch",
     "controller_epoch_at_least": "a number",
+    "transaction_state": "{id, state}: the transactional id's state at its coordinator (Ongoing, CompleteCommit...)",
+    "transaction_epoch_at_least": "{id, epoch}: the transactional id's producer epoch at its coordinator",
+    "producer_fenced": "a client name: that transactional producer was told PRODUCER_FENCED",
+    "lso_at_hw": "a partition: its leader's last stable offset is at its high watermark (no open transaction)",
+    "aborted_transactions_at_least": "{partition, count}: aborted transactions its leader holds (.txnindex)",
     "acl_allows": "{principal, operation, topic | group | cluster | transactional_id, host?}: the authorizer allows it",
     "acl_denies": "{principal, operation, topic | group | cluster | transactional_id, host?}: the authorizer denies it",
 }

@@ -497,7 +497,10 @@ class ScenarioRun:
         self._current.detail = f"{name}, as expected: {error}"
 
     def _txn(self, step: Step) -> TransactionManager:
-        producer = self.producers.get(step.args["producer"])
+        name = step.args["producer"]
+        # The scenario's own, else one the lab already has (a dashboard producer, an exercise's setup).
+        found = self.cluster.clients.get(name)
+        producer = self.producers.get(name) or (found if isinstance(found, Producer) else None)
         if producer is None or producer.txn is None:
             raise KafkaError(
                 f"no transactional producer named {step.args['producer']!r} (begin_transaction makes one)"
