@@ -27,6 +27,7 @@ producer that opened it is fenced.
 from __future__ import annotations
 
 import enum
+import functools
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -136,6 +137,7 @@ class TxnRecord:
         )
 
 
+@functools.lru_cache(maxsize=4096)  # every state write of an id carries the same key: encoded once
 def _key(transactional_id: str) -> bytes:
     return json.dumps({"version": 0, "transactional_id": transactional_id}, separators=(",", ":")).encode()
 
