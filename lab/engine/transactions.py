@@ -90,6 +90,7 @@ PREPARED = (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT)
 COMPLETED = (TxnState.EMPTY, TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT)
 
 
+@functools.lru_cache(maxsize=4096)  # asked at every transactional request: Java's hash, once per id
 def partition_for_transactional_id(transactional_id: str, partitions: int) -> int:
     """Kafka's ``Utils.abs(transactionalId.hashCode) % transaction.state.log.num.partitions``."""
     h = java_string_hash(transactional_id)
@@ -193,6 +194,15 @@ class TransactionCoordinator:
             int, int
         ] = {}  # partitions of __transaction_state it leads -> coordinator epoch
         self._creating_topic = False
+        # By request type, made once: every transactional request asks.
+        self._handlers: dict[type, Callable[[Envelope], None]] = {
+            AddPartitionsToTxnRequest: self._on_add_partitions,
+            AddOffsetsToTxnRequest: self._on_add_offsets,
+            EndTxnRequest: self._on_end_txn,
+            WriteTxnMarkersRequest: self._on_write_txn_markers,
+            DescribeTransactionsRequest: self._on_describe_transactions,
+            ListTransactionsRequest: self._on_list_transactions,
+        }
 
     # ------------------------------------------------------------------ plumbing
 
@@ -214,15 +224,7 @@ class TransactionCoordinator:
             return self._on_find_coordinator if body.key_type == 1 else None
         if isinstance(body, InitProducerIdRequest):
             return self._on_init_producer_id if body.transactional_id is not None else None
-        handlers: dict[type, Callable[[Envelope], None]] = {
-            AddPartitionsToTxnRequest: self._on_add_partitions,
-            AddOffsetsToTxnRequest: self._on_add_offsets,
-            EndTxnRequest: self._on_end_txn,
-            WriteTxnMarkersRequest: self._on_write_txn_markers,
-            DescribeTransactionsRequest: self._on_describe_transactions,
-            ListTransactionsRequest: self._on_list_transactions,
-        }
-        return handlers.get(type(body))
+        return self._handlers.get(type(body))
 
     def _respond(self, env: Envelope, body: Any) -> None:
         self.broker.endpoint.respond(env, body)
