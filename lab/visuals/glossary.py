@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from lab.engine.config import BROKER_KEYS, CONSUMER_KEYS, TOPIC_KEYS, ConfigKey
+from lab.engine.config import BROKER_KEYS, CONSUMER_KEYS, PRODUCER_KEYS, TOPIC_KEYS, ConfigKey
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -114,8 +114,9 @@ ENTRIES: Mapping[str, Entry] = {
         config="transaction.state.log.num.partitions",
     ),
     "txn_timeout": Entry(
-        sentence="transaction.timeout.ms (the producer's, lab and Kafka 60000, at most the broker's "
-        "transaction.max.timeout.ms): an open transaction older than this is aborted by its coordinator, "
+        sentence="transaction.timeout.ms (the producer's: lab "
+        f"{PRODUCER_KEYS['transaction.timeout.ms'].default}, Kafka {PRODUCER_KEYS['transaction.timeout.ms'].kafka_default}; "
+        "at most the broker's transaction.max.timeout.ms): an open transaction older than this is aborted by its coordinator, "
         "under a bumped epoch, so the producer that left it open is fenced; the coordinator looks this often.",
         config="transaction.abort.timed.out.transaction.cleanup.interval.ms",
     ),

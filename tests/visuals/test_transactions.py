@@ -28,6 +28,8 @@ def test_nothing_transactional_is_an_empty_view_with_its_tips(c: Cluster) -> Non
     view = _view(c)
     assert view.empty
     assert "transaction.state.log.num.partitions: lab 5, Kafka 50" in view.tip["txn_coordinator"]
+    assert "transaction.timeout.ms (the producer's: lab 60000, Kafka 60000" in view.tip["txn_timeout"]
+    assert "cleanup.interval.ms: lab 1000, Kafka 10000" in view.tip["txn_timeout"]
 
 
 def test_an_open_transaction_shows_its_state_partitions_coordinator_and_countdown(c: Cluster) -> None:
