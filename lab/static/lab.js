@@ -170,12 +170,14 @@
   }, 100);
 
   /* Toasts fade after a while ---------------------------------------------------------- */
-  var toastTimer = null;
+  var toastTimers = {};  // by the answer area's id: #toast, and a form's own (#txn-toast)
   document.addEventListener("htmx:afterSwap", function (e) {
-    if (e.detail.target && e.detail.target.id === "toast") {
-      clearTimeout(toastTimer);
-      toastTimer = setTimeout(function () {
-        var t = document.getElementById("toast");
+    var target = e.detail.target;
+    if (target && (target.id === "toast" || target.id === "txn-toast")) {
+      var id = target.id;
+      clearTimeout(toastTimers[id]);
+      toastTimers[id] = setTimeout(function () {
+        var t = document.getElementById(id);
         if (t) t.innerHTML = "";
       }, 8000);
     }

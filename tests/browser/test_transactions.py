@@ -56,7 +56,7 @@ def test_a_transaction_from_the_form_shows_live_in_the_view(
     form.get_by_label("transactional.id").fill("orders-tx")
     form.get_by_label("Topic").fill("orders")
     form.get_by_label("Records").fill("3")
-    toast = page.locator("#toast")
+    toast = page.locator("#txn-toast")  # the form's own answers, beside it
     form.get_by_role("button", name="Init").click()
     expect(toast).to_contain_text("init_transactions: tp (transactional.id orders-tx")
     txn = page.locator("#txn-orders-tx")
