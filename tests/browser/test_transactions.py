@@ -90,3 +90,6 @@ def test_a_transaction_from_the_form_shows_live_in_the_view(
     expect(txn.locator(".txn-timeout")).to_have_count(0)
     expect(txn.locator(".holder")).to_contain_text("1 committed")
     _fits(page, name)
+    form.get_by_role("button", name="Close").click()
+    expect(toast).to_contain_text("tp closed.")
+    expect(txn.locator(".holder")).to_have_count(0)

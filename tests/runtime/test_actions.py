@@ -66,6 +66,13 @@ def test_every_control_the_pages_offer_is_known() -> None:
         "clock-step",
         "clock-speed",
         "clock-reset",
+        # The Transactions panel's transactional producer.
+        "txn-init",
+        "txn-begin",
+        "txn-send",
+        "txn-commit",
+        "txn-abort",
+        "txn-close",
     }
     assert offered == CONTROLS
     assert callable(plan("kill", {"broker": "3"}))
