@@ -30,6 +30,7 @@ from lab.engine.acl import (
 )
 from lab.engine.acl_store import AclStore
 from lab.engine.metadata.store import NodeExists, NoNode, WatchEvent
+from lab.engine.notifications import purge_obsolete
 from lab.engine.scheduler import Timer
 
 if TYPE_CHECKING:
@@ -196,12 +197,14 @@ class BrokerAuthorizer:
         for root in (acl.ACL_CHANGES, acl.EXTENDED_CHANGES):
             with contextlib.suppress(NodeExists):
                 await zk.create(root, b"", make_parents=True)
-        for root in (acl.ACL_CHANGES, acl.EXTENDED_CHANGES):
-            self._seen_changes[root] = max(await zk.get_children(root), default="")
+        existing = {root: await zk.get_children(root) for root in (acl.ACL_CHANGES, acl.EXTENDED_CHANGES)}
+        for root, names in existing.items():
+            self._seen_changes[root] = max(names, default="")
         self._set(await AclStore(zk).load())
         self.loaded = True
-        for root in (acl.ACL_CHANGES, acl.EXTENDED_CHANGES):
+        for root, names in existing.items():
             await self._watch(root)
+            await purge_obsolete(zk, root, names, self.broker.ctx.wall_ms)
 
     def _set(self, bindings: set[AclBinding] | frozenset[AclBinding]) -> None:
         self.bindings = set(bindings)
@@ -237,3 +240,4 @@ class BrokerAuthorizer:
             fresh = await store.load_resource(resource)
             kept = {b for b in self.bindings if b.resource != resource}
             self._set(kept | fresh)
+        await purge_obsolete(zk, root, names, self.broker.ctx.wall_ms)

@@ -170,7 +170,9 @@ class Cluster:
 
                 store = ZooKeeperStore(zookeeper, chroot=chroot or f"/kafka-lab/{name}")
             else:
-                store = MemoryStore(scheduler, latency_ms=broker_config.int("lab.zookeeper.latency.ms"))
+                store = MemoryStore(
+                    scheduler, latency_ms=broker_config.int("lab.zookeeper.latency.ms"), epoch_ms=epoch_ms
+                )
         owns = data_dir is None
         path = Path(tempfile.mkdtemp(prefix="kafka-lab-")) if data_dir is None else Path(data_dir)
         path.mkdir(parents=True, exist_ok=True)
