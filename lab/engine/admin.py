@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from lab.engine import errors, scram_admin
 from lab.engine import protocol as p
-from lab.engine.acl_store import AclStore
+from lab.engine.acl_store import AclsChanged, AclStore
 from lab.engine.assignment import place_replicas
 from lab.engine.config import BROKER_KEYS, TOPIC_KEYS, ConfigKey, validate_topic_config
 from lab.engine.errors import (
@@ -133,9 +133,9 @@ class TopicAdmin:
             return found
         return session
 
-    async def acls(self) -> AclStore:
+    async def acls(self, on_change: AclsChanged | None = None) -> AclStore:
         """The ACLs in ZooKeeper, as kafka-acls.sh reaches them with --authorizer-properties."""
-        return AclStore(await self._zk())
+        return AclStore(await self._zk(), on_change)
 
     async def live_brokers(self) -> list[BrokerId]:
         children = await (await self._zk()).get_children(paths.BROKER_IDS)
@@ -873,7 +873,7 @@ class AdminManager:
                 f"broker {self.broker.id} has no authorizer (authorizer.class.name is empty, Kafka's default): "
                 "it keeps no ACLs; make the lab with authorizer.class.name=kafka.security.authorizer.AclAuthorizer"
             )
-        return AclStore(self.broker._zk())
+        return AclStore(self.broker._zk(), self.broker.ctx.acls_changed)
 
     async def _create_acls(self, req: p.CreateAclsRequest) -> p.CreateAclsResponse:
         """Each binding on its own, as Kafka answers CreateAcls: a bad one fails alone."""
