@@ -31,6 +31,9 @@ class EngineContext:
     # Each broker's listener (host, port), when the runtime serves the Kafka protocol: what a
     # broker registers in /brokers/ids and what Metadata tells clients.
     advertised: dict[int, tuple[str, int]] = field(default_factory=dict)
+    # Each broker's listener settings as its server.properties would say them (``listeners``,
+    # ``advertised.listeners``...: config.LISTENER_KEYS), set by the runtime that opens its sockets.
+    listener_config: dict[int, dict[str, str]] = field(default_factory=dict)
     # Called with a topic's name when the controller starts deleting it, whoever asked.
     on_topic_deletion: list[Any] = field(default_factory=list)
     # Wall-clock milliseconds at virtual time zero: what Kafka's time.milliseconds() would read,

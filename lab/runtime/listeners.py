@@ -29,6 +29,7 @@ from lab.runtime.spec import SECURED
 from lab.runtime.tls import LabTls
 from lab.wire.connection import Connection, WireServer
 from lab.wire.framing import FrameBuffer, FrameError
+from lab.wire.sasl import ENABLED
 
 log = logging.getLogger(__name__)
 
@@ -381,6 +382,22 @@ class Listeners:
             for b, port in ports_.items()
         }
         self._wanted: dict[int, bool] = {}
+
+    def server_properties(self, broker_id: int) -> dict[str, str]:
+        """What broker ``broker_id``'s server.properties would say of its listeners, as a broker's
+        DescribeConfigs reports them (``EngineContext.listener_config``); each listener is named by its
+        security protocol."""
+        mine = [(p, ports[broker_id]) for p, ports in self.by_protocol.items() if broker_id in ports]
+        found = {
+            "listeners": ",".join(f"{p}://{self.bind_host}:{port}" for p, port in mine),
+            "advertised.listeners": ",".join(f"{p}://{self.advertised_host}:{port}" for p, port in mine),
+            "listener.security.protocol.map": ",".join(f"{p}:{p}" for p, _ in mine),
+        }
+        if any(p.startswith("SASL_") for p, _ in mine):
+            found["sasl.enabled.mechanisms"] = ",".join(ENABLED)
+        if any(p.endswith("SSL") for p, _ in mine):
+            found["ssl.keystore.type"] = "PEM"
+        return found
 
     def sync(
         self, wire: WireServer, running: Mapping[int, bool], why: Mapping[int, str] | None = None

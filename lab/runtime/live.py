@@ -714,6 +714,7 @@ class LiveLab:
                 secured=self._spec.listeners,
                 tls=self.lab_tls,
             )
+            cluster.ctx.listener_config = {b: self.listeners.server_properties(b) for b in cluster.broker_ids}
             # A lab is "running" once its brokers' sockets listen: a client told the lab is up may
             # connect at once. Binding a local socket takes the listeners' loop a moment, no more.
             futures.wait(self._sync_listeners(), timeout=LISTEN_WAIT_S)

@@ -220,3 +220,28 @@ def test_a_failed_tls_handshake_is_told_in_words_a_person_acts_on() -> None:
     late = ConnectionAbortedError("SSL handshake is taking longer than 60.0 seconds: aborting the connection")
     assert tls_failure(late) == "no handshake within 60 s"
     assert tls_failure(ConnectionResetError()) == "the client closed the connection during the handshake"
+
+
+def test_a_brokers_listener_settings_are_what_its_server_properties_would_say() -> None:
+    from lab.runtime.listeners import Listeners
+
+    listeners = Listeners(
+        None,
+        bind_host="0.0.0.0",
+        advertised_host="10.0.0.5",
+        ports={1: 19092, 2: 19093},
+        secured={"SASL_SSL": {1: 19095, 2: 19096}},
+    )
+    assert listeners.server_properties(2) == {
+        "listeners": "PLAINTEXT://0.0.0.0:19093,SASL_SSL://0.0.0.0:19096",
+        "advertised.listeners": "PLAINTEXT://10.0.0.5:19093,SASL_SSL://10.0.0.5:19096",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SASL_SSL:SASL_SSL",
+        "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+        "ssl.keystore.type": "PEM",
+    }
+    plain = Listeners(None, bind_host="127.0.0.1", advertised_host="127.0.0.1", ports={1: 19092})
+    assert plain.server_properties(1) == {
+        "listeners": "PLAINTEXT://127.0.0.1:19092",
+        "advertised.listeners": "PLAINTEXT://127.0.0.1:19092",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT",
+    }

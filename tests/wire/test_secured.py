@@ -16,7 +16,7 @@ import uuid
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin import AdminClient, ConfigResource
 from kafka import KafkaConsumer, KafkaProducer
 from kafka import TopicPartition as KPTopicPartition
 from kafka.errors import KafkaError as KPKafkaError
@@ -177,6 +177,17 @@ def test_a_client_that_does_not_trust_the_lab_ca_is_refused_by_its_own_tls(kafka
         context.wrap_socket(raw, server_hostname=host),
     ):
         pass  # the lab's CA vouches for the broker under the advertised host's name
+    # A broker describes the listeners it was made with, as Kafka's DescribeConfigs does; no password.
+    resource = ConfigResource(ConfigResource.Type.BROKER, "1")
+    admin = AdminClient(scram(kafka_lab))  # kept: a client collected mid-call is destroyed
+    configs = admin.describe_configs([resource])[resource].result(10)
+    assert configs["advertised.listeners"].value.split(",") == [
+        f"{p}://{kafka_lab.bootstrap(p).split(',')[0]}"
+        for p in ("PLAINTEXT", "SASL_PLAINTEXT", "SSL", "SASL_SSL")
+    ]
+    assert configs["sasl.enabled.mechanisms"].value == "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512"
+    assert configs["ssl.key.password"].is_sensitive
+    assert configs["ssl.key.password"].value is None
 
 
 def test_bad_input_fails_the_connection_and_the_broker_carries_on(kafka_lab: ServedCluster) -> None:
