@@ -197,20 +197,21 @@ class BrokerAuthorizer:
         for root in (acl.ACL_CHANGES, acl.EXTENDED_CHANGES):
             with contextlib.suppress(NodeExists):
                 await zk.create(root, b"", make_parents=True)
-        existing = {root: await zk.get_children(root) for root in (acl.ACL_CHANGES, acl.EXTENDED_CHANGES)}
-        for root, names in existing.items():
-            self._seen_changes[root] = max(names, default="")
+        for root in (acl.ACL_CHANGES, acl.EXTENDED_CHANGES):
+            self._seen_changes[root] = max(await zk.get_children(root), default="")
         self._set(await AclStore(zk).load())
         self.loaded = True
-        for root, names in existing.items():
-            await self._watch(root)
-            await purge_obsolete(zk, root, names, self.broker.ctx.wall_ms)
+        for root in (acl.ACL_CHANGES, acl.EXTENDED_CHANGES):
+            # Watch, and read what changed since the load began (none, mostly), then purge the old.
+            await self._changes(root)
 
     def _set(self, bindings: set[AclBinding] | frozenset[AclBinding]) -> None:
         self.bindings = set(bindings)
         self._decider = None
 
-    async def _watch(self, root: str) -> None:
+    async def _watch(self, root: str) -> list[str]:
+        """The change nodes under ``root``, read with a watch for the next one: one read, so no change
+        can land between what was read and the watch (as Kafka's getChildren(registerWatch = true))."""
         zk = self.broker._zk()
 
         def changed(event: WatchEvent) -> None:
@@ -218,15 +219,14 @@ class BrokerAuthorizer:
                 self.broker._jobs.put("acl-change", lambda: self._changes(root))
 
         try:
-            await zk.get_children(root, watch=changed)
+            return await zk.get_children(root, watch=changed)
         except NoNode:
-            return
+            return []
 
     async def _changes(self, root: str) -> None:
         """Read the change nodes after the last one seen, and each named resource's ACLs again."""
         zk = self.broker._zk()
-        names = sorted(await zk.get_children(root, watch=None))
-        await self._watch(root)
+        names = sorted(await self._watch(root))
         store = AclStore(zk)
         for name in names:
             if name <= self._seen_changes.get(root, ""):
