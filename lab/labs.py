@@ -14,13 +14,14 @@ import secrets
 import shutil
 import threading
 from collections.abc import Iterable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.db import transaction
+from django.db import close_old_connections, transaction
 from django.template import Context
 from django.template.loader import get_template
 from django.utils.text import slugify
@@ -134,6 +135,34 @@ def save_spec(lab: Lab, spec: LabSpec) -> None:
     if new != lab.settings:
         lab.settings = new
         lab.save(update_fields=["settings"])
+
+
+_spec_writer: ThreadPoolExecutor | None = None
+_spec_writer_lock = threading.Lock()
+
+
+def save_soon(live: Any) -> Future[None]:
+    """Save a running lab's spec to its row on a writer thread (its driver never waits on the database):
+    what changed it without a command that saves after it (an ACL or a SASL user a Kafka client made).
+    The write takes the spec as it is when it runs, the newest."""
+    global _spec_writer
+    with _spec_writer_lock:
+        if _spec_writer is None:
+            _spec_writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lab-spec")
+        writer = _spec_writer
+
+    def write() -> None:
+        try:
+            found = Lab.objects.filter(slug=live.slug).first()
+            if found is not None:  # a lab deleted meanwhile keeps nothing
+                save_spec(found, live.spec)
+        except Exception:
+            log.exception("lab %s: its spec could not be saved", live.slug)
+            raise
+        finally:
+            close_old_connections()
+
+    return writer.submit(write)
 
 
 async def asave_spec(lab: Lab, spec: LabSpec) -> None:
@@ -309,6 +338,7 @@ def live_of(lab: Lab) -> LiveLab:
         renderer=TemplateRenderer(lab.slug),
         listen=Listen(bind_host=settings.LAB_WIRE_BIND_HOST, advertised_host=settings.LAB_ADVERTISED_HOST),
         sleep_after_s=settings.LAB_SLEEP_AFTER_S or None,
+        on_spec_change=save_soon,
     )
     live.add_view(LISTENERS_VIEW, listeners_view)
     return live

@@ -241,6 +241,32 @@ def test_runtime_changes_are_saved_to_the_row(settings: SettingsWrapper) -> None
     assert Lab.objects.get(pk=lab.pk).settings["rate"] == 0.5
 
 
+@pytest.mark.django_db(transaction=True)  # the spec's writer thread saves beside the test
+def test_an_acl_or_user_made_without_a_command_is_saved_to_the_row(settings: SettingsWrapper) -> None:
+    """What a Kafka client stores (CreateAcls, AlterUserScramCredentials) reaches the lab's row with no
+    page or API call after it: a restarted server or another worker starts the lab with it."""
+    from lab.engine.acl import parse_binding
+    from lab.runtime.commands.users import credentials
+    from tests.processes import wait_until
+
+    settings.LAB_ZOOKEEPER = ""
+    lab = make_lab(make_user(), "Kept", topics=[])
+    live = labs.live_of(lab)
+    live.ready.result(30)
+    binding = parse_binding(resource_type="topic", name="orders", principal="User:alice", operation="read")
+    credential = credentials("alice-secret", ["SCRAM-SHA-256"])[0]
+    live.submit(lambda running: running.cluster.begin_create_acls([binding])).result(10)
+    live.submit(lambda running: running.cluster.begin_scram(lambda s: s.upsert("alice", credential), "alice"))
+
+    def row() -> dict[str, Any]:
+        return Lab.objects.get(pk=lab.pk).settings  # type: ignore[no-any-return]
+
+    assert wait_until(lambda: row().get("acls") and row().get("users"), 20)
+    assert row()["acls"][0]["principal"] == "User:alice"
+    assert row()["users"] == {"alice": {"SCRAM-SHA-256": credential.to_text()}}
+    assert "alice-secret" not in str(row())
+
+
 @pytest.mark.zookeeper
 def test_a_lab_comes_back_from_its_row_with_its_data(settings: SettingsWrapper, zookeeper: str) -> None:
     settings.LAB_ZOOKEEPER = zookeeper

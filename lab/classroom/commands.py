@@ -106,7 +106,7 @@ def _start_over(args: Mapping[str, Any]) -> Act:
     _only(args)
 
     def run(lab: LiveLab) -> str:
-        lab.update_spec(replace(lab.spec, topics=(), clients=()))
+        lab.update_spec(replace(lab.spec, topics=(), clients=(), acls=(), users={}))
         lab.reset_now()
         session = attach.exercise_on(lab)
         if session is not None:

@@ -156,7 +156,7 @@ class ScenarioPlayer:
     def restart(self, lab: LiveLab) -> str:
         """Throw the lab's cluster away and play again from the first step (driver thread)."""
         spec = lab.spec
-        lab.update_spec(replace(spec, topics=(), clients=()))
+        lab.update_spec(replace(spec, topics=(), clients=(), acls=(), users={}))
         lab.reset_now()
         self._run = None
         self._due = None

@@ -9,7 +9,7 @@ that applies to one name (the literal name, the literal wildcard and every prefi
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Protocol
 
 from lab.engine import acl
@@ -37,11 +37,16 @@ class AclSession(Protocol):
     def delete(self, path: str, version: int = -1) -> Pending[None]: ...
 
 
-class AclStore:
-    """CreateAcls, DescribeAcls and DeleteAcls over a ZooKeeper session, and loading every binding."""
+AclsChanged = Callable[[Sequence[AclBinding], Sequence[AclBinding]], None]  # (added, removed)
 
-    def __init__(self, session: AclSession) -> None:
+
+class AclStore:
+    """CreateAcls, DescribeAcls and DeleteAcls over a ZooKeeper session, and loading every binding.
+    ``on_change`` hears of each resource's ACLs written (added, removed), once ZooKeeper has them."""
+
+    def __init__(self, session: AclSession, on_change: AclsChanged | None = None) -> None:
         self._zk = session
+        self._on_change = on_change
 
     async def load(self) -> frozenset[AclBinding]:
         """Every binding in ZooKeeper (a broker's cache at startup)."""
@@ -63,6 +68,8 @@ class AclStore:
             by_resource.setdefault(binding.resource, set()).add(binding.entry)
         for resource, entries in sorted(by_resource.items(), key=lambda kv: acl.resource_path(kv[0])):
             await self._update(resource, add=entries)
+            if self._on_change is not None:
+                self._on_change(sorted((AclBinding(resource, e) for e in entries), key=_order), [])
 
     async def describe(self, wanted: AclFilter) -> list[AclBinding]:
         return sorted((b for b in await self.load() if wanted.matches(b)), key=_order)
@@ -79,6 +86,8 @@ class AclStore:
                 gone |= {b.entry for b in hits}
             if gone:
                 await self._update(resource, remove=gone)
+                if self._on_change is not None:
+                    self._on_change([], sorted((AclBinding(resource, e) for e in gone), key=_order))
         return [sorted(r, key=_order) for r in removed]
 
     # ------------------------------------------------------------------ znodes

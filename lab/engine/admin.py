@@ -22,9 +22,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from lab.engine import errors, scram_admin
 from lab.engine import protocol as p
-from lab.engine.acl_store import AclStore
+from lab.engine.acl_store import AclsChanged, AclStore
 from lab.engine.assignment import place_replicas
-from lab.engine.config import BROKER_KEYS, TOPIC_KEYS, ConfigKey, validate_topic_config
+from lab.engine.config import BROKER_KEYS, LISTENER_KEYS, TOPIC_KEYS, ConfigKey, validate_topic_config
 from lab.engine.errors import (
     InvalidPartitions,
     InvalidReplicaAssignment,
@@ -133,9 +133,9 @@ class TopicAdmin:
             return found
         return session
 
-    async def acls(self) -> AclStore:
+    async def acls(self, on_change: AclsChanged | None = None) -> AclStore:
         """The ACLs in ZooKeeper, as kafka-acls.sh reaches them with --authorizer-properties."""
-        return AclStore(await self._zk())
+        return AclStore(await self._zk(), on_change)
 
     async def live_brokers(self) -> list[BrokerId]:
         children = await (await self._zk()).get_children(paths.BROKER_IDS)
@@ -406,19 +406,52 @@ def topic_config_entries(
 
 
 def broker_config_entries(
-    values: Mapping[str, str], keys: Sequence[str] | None = None
+    values: Mapping[str, str],
+    keys: Sequence[str] | None = None,
+    listeners: Mapping[str, str] | None = None,
 ) -> tuple[p.ConfigEntry, ...]:
-    """A broker's configs, read-only: the lab sets them when it makes the lab (static broker configs)."""
-    return tuple(
-        _entry(
-            key,
-            values.get(name, key.default),
-            DEFAULT_CONFIG if values.get(name, key.default) == key.kafka_default else STATIC_BROKER_CONFIG,
-            read_only=True,
-        )
-        for name, key in BROKER_KEYS.items()
-        if keys is None or name in keys
+    """A broker's configs as Kafka's DescribeConfigs lists them, read-only (the lab sets them when it
+    makes the lab: static broker configs): the keys the lab honours, then its listeners' (``listeners``:
+    what the runtime opened). As Kafka: a password has no value; an authorizer's own key (super.users)
+    is listed only when set, sensitive, its type unknown; a null default has no value."""
+    out: list[p.ConfigEntry] = []
+    for name, key in BROKER_KEYS.items():
+        value = values.get(name, key.default)
+        if (keys is None or name in keys) and not (key.plugin and value == key.kafka_default):
+            out.append(_broker_entry(key, value, static=value != key.kafka_default))
+    for name, key in LISTENER_KEYS.items():
+        given = (listeners or {}).get(name)
+        if keys is None or name in keys:
+            out.append(
+                _broker_entry(key, key.kafka_default if given is None else given, static=given is not None)
+            )
+    return tuple(out)
+
+
+def _broker_entry(key: ConfigKey, value: str, *, static: bool) -> p.ConfigEntry:
+    return p.ConfigEntry(
+        name=key.name,
+        value=None if key.sensitive or (key.nullable and value == "") else value,
+        read_only=True,
+        source=STATIC_BROKER_CONFIG if static else DEFAULT_CONFIG,
+        sensitive=key.sensitive,
+        documentation=key.doc,
+        kind="" if key.plugin else key.kind,  # Kafka cannot tell a plugin key's type: UNKNOWN
     )
+
+
+def listener_config(broker: Broker) -> dict[str, str]:
+    """What ``broker``'s server.properties says of its listeners: the runtime's (the sockets it opened),
+    or, with none, the PLAINTEXT address the broker registers in ZooKeeper."""
+    given = broker.ctx.listener_config.get(broker.id)
+    if given is not None:
+        return dict(given)
+    host, port = broker.advertised
+    return {
+        "listeners": f"PLAINTEXT://{host}:{port}",
+        "advertised.listeners": f"PLAINTEXT://{host}:{port}",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT",
+    }
 
 
 # ---------------------------------------------------------------------------- a broker's admin requests
@@ -672,7 +705,9 @@ class AdminManager:
                         raise errors.InvalidRequest(
                             f"broker {self.broker.id} describes its own configs; ask broker {name}"
                         )
-                    entries = broker_config_entries(self.broker.config.values, keys)
+                    entries = broker_config_entries(
+                        self.broker.config.values, keys, listener_config(self.broker)
+                    )
                 else:
                     raise errors.InvalidRequest(
                         f"the lab describes topics (2) and brokers (4), not resource type {kind}"
@@ -873,7 +908,7 @@ class AdminManager:
                 f"broker {self.broker.id} has no authorizer (authorizer.class.name is empty, Kafka's default): "
                 "it keeps no ACLs; make the lab with authorizer.class.name=kafka.security.authorizer.AclAuthorizer"
             )
-        return AclStore(self.broker._zk())
+        return AclStore(self.broker._zk(), self.broker.ctx.acls_changed)
 
     async def _create_acls(self, req: p.CreateAclsRequest) -> p.CreateAclsResponse:
         """Each binding on its own, as Kafka answers CreateAcls: a bad one fails alone."""

@@ -30,6 +30,7 @@ from lab.engine.acl import (
 )
 from lab.engine.acl_store import AclStore
 from lab.engine.metadata.store import NodeExists, NoNode, WatchEvent
+from lab.engine.notifications import purge_obsolete
 from lab.engine.scheduler import Timer
 
 if TYPE_CHECKING:
@@ -201,13 +202,16 @@ class BrokerAuthorizer:
         self._set(await AclStore(zk).load())
         self.loaded = True
         for root in (acl.ACL_CHANGES, acl.EXTENDED_CHANGES):
-            await self._watch(root)
+            # Watch, and read what changed since the load began (none, mostly), then purge the old.
+            await self._changes(root)
 
     def _set(self, bindings: set[AclBinding] | frozenset[AclBinding]) -> None:
         self.bindings = set(bindings)
         self._decider = None
 
-    async def _watch(self, root: str) -> None:
+    async def _watch(self, root: str) -> list[str]:
+        """The change nodes under ``root``, read with a watch for the next one: one read, so no change
+        can land between what was read and the watch (as Kafka's getChildren(registerWatch = true))."""
         zk = self.broker._zk()
 
         def changed(event: WatchEvent) -> None:
@@ -215,15 +219,14 @@ class BrokerAuthorizer:
                 self.broker._jobs.put("acl-change", lambda: self._changes(root))
 
         try:
-            await zk.get_children(root, watch=changed)
+            return await zk.get_children(root, watch=changed)
         except NoNode:
-            return
+            return []
 
     async def _changes(self, root: str) -> None:
         """Read the change nodes after the last one seen, and each named resource's ACLs again."""
         zk = self.broker._zk()
-        names = sorted(await zk.get_children(root, watch=None))
-        await self._watch(root)
+        names = sorted(await self._watch(root))
         store = AclStore(zk)
         for name in names:
             if name <= self._seen_changes.get(root, ""):
@@ -237,3 +240,4 @@ class BrokerAuthorizer:
             fresh = await store.load_resource(resource)
             kept = {b for b in self.bindings if b.resource != resource}
             self._set(kept | fresh)
+        await purge_obsolete(zk, root, names, self.broker.ctx.wall_ms)

@@ -41,6 +41,7 @@ from lab.engine.metadata.store import (
     WatchKind,
 )
 from lab.engine.network import Endpoint, Envelope
+from lab.engine.notifications import purge_obsolete
 from lab.engine.partition import IsrChange, Partition
 from lab.engine.protocol import (
     EARLIEST_TIMESTAMP,
@@ -571,23 +572,25 @@ class Broker:
 
     # ------------------------------------------------------------------ topic configs
 
-    async def _watch_config_changes(self) -> None:
+    async def _watch_config_changes(self) -> list[str]:
+        """Watch /config/changes; the notifications there now."""
         zk = self._zk()
         try:
-            await zk.get_children(paths.CONFIG_CHANGES, watch=self._on_config_change)
+            return await zk.get_children(paths.CONFIG_CHANGES, watch=self._on_config_change)
         except NoNode:
-            return
+            return []
 
     def _on_config_change(self, event: WatchEvent) -> None:
         if self.alive:
             self._jobs.put("config-change", self._reload_configs)
 
     async def _reload_configs(self) -> None:
-        await self._watch_config_changes()
+        notifications = await self._watch_config_changes()
         topics = sorted({tp.topic for tp in self.partitions})
         await self.load_topic_configs(topics, force=True)
         for _tp, partition in self.partitions.items():
             self._apply_topic_config(partition)
+        await purge_obsolete(self._zk(), paths.CONFIG_CHANGES, notifications, self.ctx.wall_ms)
 
     async def load_topic_configs(self, topics: Iterable[str], *, force: bool = False) -> None:
         wanted = [t for t in topics if force or t not in self.topic_configs]

@@ -170,7 +170,9 @@ class Cluster:
 
                 store = ZooKeeperStore(zookeeper, chroot=chroot or f"/kafka-lab/{name}")
             else:
-                store = MemoryStore(scheduler, latency_ms=broker_config.int("lab.zookeeper.latency.ms"))
+                store = MemoryStore(
+                    scheduler, latency_ms=broker_config.int("lab.zookeeper.latency.ms"), epoch_ms=epoch_ms
+                )
         owns = data_dir is None
         path = Path(tempfile.mkdtemp(prefix="kafka-lab-")) if data_dir is None else Path(data_dir)
         path.mkdir(parents=True, exist_ok=True)
@@ -584,7 +586,7 @@ class Cluster:
         bad. The brokers' authorizers take them in on the change notification, a moment later."""
 
         async def step() -> None:
-            await (await self.topic_admin.acls()).create(bindings)
+            await (await self.topic_admin.acls(self.ctx.acls_changed)).create(bindings)
             self.journal.record(
                 "acls_created",
                 f"stored {len(bindings)} ACL(s): " + "; ".join(str(b) for b in bindings),
@@ -610,7 +612,7 @@ class Cluster:
         """Remove what the filters match; the Pending holds the ACLs removed."""
 
         async def step() -> list[AclBinding]:
-            removed = await (await self.topic_admin.acls()).delete(filters)
+            removed = await (await self.topic_admin.acls(self.ctx.acls_changed)).delete(filters)
             gone = sorted({b for r in removed for b in r}, key=str)
             if gone:
                 self.journal.record(
@@ -1059,7 +1061,7 @@ class Cluster:
         ZooKeeper client as ``kafka-configs.sh --zookeeper`` does, without waiting."""
 
         async def run() -> T:
-            return await step(ScramStore(await self._admin_session()))
+            return await step(ScramStore(await self._admin_session(), self.ctx.credential_changed))
 
         return self._asking(Task.start(run(), what).outcome)
 

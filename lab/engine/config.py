@@ -17,8 +17,8 @@ from typing import Literal
 
 from lab.engine.errors import ConfigException, InvalidConfig
 
-Scope = Literal["broker", "topic", "producer", "consumer"]
-Kind = Literal["int", "long", "bool", "double", "str", "list"]
+Scope = Literal["broker", "listener", "topic", "producer", "consumer"]
+Kind = Literal["int", "long", "bool", "double", "str", "list", "password"]
 Value = int | float | bool | str | tuple[str, ...]
 
 
@@ -34,6 +34,15 @@ class ConfigKey:
     minimum: float | None = None
     maximum: float | None = None
     broker_name: str | None = None  # the broker-level key a topic key falls back to
+    # An authorizer's own key (super.users), not one of KafkaConfig's: Kafka cannot tell its type, so its
+    # DescribeConfigs lists it only when set, and as sensitive (no value shown).
+    plugin: bool = False
+    nullable: bool = False  # Kafka's default is null (no value), written "" here
+
+    @property
+    def sensitive(self) -> bool:
+        """Whether DescribeConfigs hides the value, as Kafka does for passwords and keys of unknown type."""
+        return self.kind == "password" or self.plugin
 
     @property
     def default(self) -> str:
@@ -83,7 +92,7 @@ class ConfigKey:
             if not items:
                 raise InvalidConfig(f"Invalid value {text!r} for configuration {self.name}: empty list")
             return items
-        else:
+        else:  # str, password
             if self.choices and text not in self.choices:
                 raise InvalidConfig(
                     f"Invalid value {text!r} for configuration {self.name}: must be one of {', '.join(self.choices)}"
@@ -344,6 +353,7 @@ _key(
     "own: User:admin (its Python API, pages and simulated clients unless given another principal) and "
     "User:broker (the brokers' requests to each other, which need CLUSTER_ACTION).",
     lab_default="User:admin;User:broker",
+    plugin=True,
 )
 _key(
     "allow.everyone.if.no.acl.found",
@@ -351,6 +361,7 @@ _key(
     "bool",
     "false",
     "With an authorizer: a resource no ACL names is open to everyone (true) or to no one but super users.",
+    plugin=True,
 )
 _key(
     "auto.create.topics.enable",
@@ -859,7 +870,72 @@ _key(
     choices=("range", "roundrobin", "sticky", "cooperative-sticky"),
 )
 
+# What a broker's server.properties says of its listeners. The runtime that opens the sockets sets them
+# (``EngineContext.listener_config``), never a person: DescribeConfigs reports them, nothing changes them.
+_key(
+    "listeners",
+    "listener",
+    "str",
+    "PLAINTEXT://:9092",
+    "Where the broker listens, one URI per listener (its name, which here is its security protocol, "
+    "host and port).",
+)
+_key(
+    "advertised.listeners",
+    "listener",
+    "str",
+    "",
+    "Where clients are told to connect, per listener (Metadata's answer); null: the listeners.",
+    nullable=True,
+)
+_key(
+    "listener.security.protocol.map",
+    "listener",
+    "str",
+    "SASL_SSL:SASL_SSL,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT",
+    "Each listener's name and its security protocol.",
+)
+_key(
+    "sasl.enabled.mechanisms",
+    "listener",
+    "list",
+    "GSSAPI",
+    "The SASL mechanisms the SASL listeners take (the lab cannot run GSSAPI's Kerberos).",
+)
+_key(
+    "ssl.keystore.type",
+    "listener",
+    "str",
+    "JKS",
+    "The format of the broker's certificate and key: the lab's are PEM files made with its CA.",
+)
+_key(
+    "ssl.keystore.password",
+    "listener",
+    "password",
+    "",
+    "The keystore's password: a password, so DescribeConfigs never shows it.",
+    nullable=True,
+)
+_key(
+    "ssl.key.password",
+    "listener",
+    "password",
+    "",
+    "The private key's password: a password, so DescribeConfigs never shows it.",
+    nullable=True,
+)
+_key(
+    "sasl.jaas.config",
+    "listener",
+    "password",
+    "",
+    "JAAS login settings for SASL (a PLAIN broker's users and passwords): never shown.",
+    nullable=True,
+)
+
 BROKER_KEYS: Mapping[str, ConfigKey] = {k.name: k for k in _KEYS if k.scope == "broker"}
+LISTENER_KEYS: Mapping[str, ConfigKey] = {k.name: k for k in _KEYS if k.scope == "listener"}
 TOPIC_KEYS: Mapping[str, ConfigKey] = {k.name: k for k in _KEYS if k.scope == "topic"}
 PRODUCER_KEYS: Mapping[str, ConfigKey] = {k.name: k for k in _KEYS if k.scope == "producer"}
 CONSUMER_KEYS: Mapping[str, ConfigKey] = {k.name: k for k in _KEYS if k.scope == "consumer"}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from random import Random  # seeded instances only: never the global generator
@@ -30,6 +31,9 @@ class EngineContext:
     # Each broker's listener (host, port), when the runtime serves the Kafka protocol: what a
     # broker registers in /brokers/ids and what Metadata tells clients.
     advertised: dict[int, tuple[str, int]] = field(default_factory=dict)
+    # Each broker's listener settings as its server.properties would say them (``listeners``,
+    # ``advertised.listeners``...: config.LISTENER_KEYS), set by the runtime that opens its sockets.
+    listener_config: dict[int, dict[str, str]] = field(default_factory=dict)
     # Called with a topic's name when the controller starts deleting it, whoever asked.
     on_topic_deletion: list[Any] = field(default_factory=list)
     # Wall-clock milliseconds at virtual time zero: what Kafka's time.milliseconds() would read,
@@ -43,6 +47,11 @@ class EngineContext:
     topic_ids: Random = field(default_factory=lambda: Random("topic.id"))
     # The authorizer's denials, summed up for the timeline (authorizer.DenialLog, made on first use).
     denials: Any = None
+    # Told of every ACL and SCRAM credential ZooKeeper took, whoever wrote it (the lab's admin client, a
+    # broker serving CreateAcls, DeleteAcls or AlterUserScramCredentials): the runtime keeps them in the
+    # lab's spec, so what a person was told is stored survives a reset whichever way it came.
+    acl_watchers: list[Any] = field(default_factory=list)  # f(added, removed): AclBindings
+    credential_watchers: list[Any] = field(default_factory=list)  # f(user, mechanism, credential | None)
 
     @property
     def now_ms(self) -> int:
@@ -52,6 +61,14 @@ class EngineContext:
     def wall_ms(self) -> int:
         """The time a Kafka broker would read now (epoch milliseconds)."""
         return self.epoch_ms + self.scheduler.now_ms
+
+    def acls_changed(self, added: Sequence[Any], removed: Sequence[Any]) -> None:
+        for watcher in list(self.acl_watchers):
+            watcher(added, removed)
+
+    def credential_changed(self, user: str, mechanism: str, credential: Any) -> None:
+        for watcher in list(self.credential_watchers):
+            watcher(user, mechanism, credential)
 
     def new_topic_id(self) -> str:
         return kafka_uuid(self.topic_ids)

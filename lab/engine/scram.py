@@ -30,6 +30,15 @@ INVALID = (
 )
 
 
+class InvalidCredentials(SaslAuthenticationFailed):
+    """A wrong password or no such user: the client hears Kafka's one sentence for both (``INVALID``);
+    ``why`` says which, for the lab's timeline."""
+
+    def __init__(self, mechanism: str, why: str) -> None:
+        super().__init__(INVALID.format(mechanism=mechanism))
+        self.why = why
+
+
 def _b64(data: bytes) -> str:
     return base64.b64encode(data).decode()
 
@@ -162,8 +171,9 @@ class ServerExchange:
         self.user = _username(attrs["n"])
         credential = self._lookup(self.user)
         if credential is None:
-            self.user = ""
-            raise SaslAuthenticationFailed(INVALID.format(mechanism=self.mechanism))
+            raise InvalidCredentials(
+                self.mechanism, f"no such user, or none with a {self.mechanism} credential"
+            )
         self._credential = credential
         self._client_first_bare = bare
         self._nonce = attrs["r"] + self._server_nonce
@@ -193,6 +203,6 @@ class ServerExchange:
         if len(proof) != len(signature) or not hmac.compare_digest(
             hashlib.new(self._digest, client_key).digest(), credential.stored_key
         ):
-            raise SaslAuthenticationFailed(INVALID.format(mechanism=self.mechanism))
+            raise InvalidCredentials(self.mechanism, "wrong password")
         self.done = True
         return f"v={_b64(hmac.digest(credential.server_key, auth_message, self._digest))}".encode()

@@ -69,7 +69,7 @@ def handlers(broker: Broker, is_controller: Callable[[], bool]) -> dict[type, Ha
     """The engine requests a broker's AdminManager serves for SCRAM."""
 
     def store() -> ScramStore:
-        return ScramStore(broker._zk())
+        return ScramStore(broker._zk(), broker.ctx.credential_changed)
 
     async def alter(req: AlterScramRequest) -> AlterScramResponse:
         users = sorted({u for u, _ in req.deletions} | {u for u, _ in req.upsertions})

@@ -12,7 +12,7 @@ The checks and errors are those of Kafka's AlterUserScramCredentials and Describ
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 from urllib.parse import unquote
 
@@ -86,11 +86,16 @@ def check_unique(users: Sequence[str]) -> None:
         seen.add(user)
 
 
-class ScramStore:
-    """Upsert, delete and read users' SCRAM credentials over one ZooKeeper session."""
+CredentialChanged = Callable[[str, str, ScramCredential | None], None]  # (user, mechanism, None: removed)
 
-    def __init__(self, session: ScramSession) -> None:
+
+class ScramStore:
+    """Upsert, delete and read users' SCRAM credentials over one ZooKeeper session. ``on_change`` hears
+    of each credential written or removed, once ZooKeeper has it."""
+
+    def __init__(self, session: ScramSession, on_change: CredentialChanged | None = None) -> None:
         self._zk = session
+        self._on_change = on_change
 
     async def credentials(self, user: str) -> dict[str, ScramCredential]:
         """The user's credentials by mechanism (none: an empty dict)."""
@@ -131,6 +136,8 @@ class ScramStore:
         check_mechanism(credential.mechanism)
         check_iterations(credential.mechanism, credential.iterations)
         await self._update(user, lambda config: {**config, credential.mechanism: credential.to_text()})
+        if self._on_change is not None:
+            self._on_change(user, credential.mechanism, credential)
 
     async def delete(self, user: str, mechanism: str) -> None:
         """Remove one credential: RESOURCE_NOT_FOUND when the user has none for ``mechanism``."""
@@ -145,6 +152,8 @@ class ScramStore:
             return {k: v for k, v in config.items() if k != mechanism}
 
         await self._update(user, without)
+        if self._on_change is not None:
+            self._on_change(user, mechanism, None)
 
     # ------------------------------------------------------------------ znodes
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 import threading
 from collections import deque
 from collections.abc import Callable, Mapping
@@ -28,11 +29,38 @@ from lab.runtime.spec import SECURED
 from lab.runtime.tls import LabTls
 from lab.wire.connection import Connection, WireServer
 from lab.wire.framing import FrameBuffer, FrameError
+from lab.wire.sasl import ENABLED
 
 log = logging.getLogger(__name__)
 
 PROTOCOLS = ("PLAINTEXT", *SECURED)  # Kafka's security protocols
 PAUSE_READING_AT = 64  # requests queued on one connection before reading stops (back-pressure)
+HANDSHAKE_TIMEOUT_S = 60.0  # a TLS handshake not done by then fails (asyncio's default)
+NOT_TLS = frozenset({"WRONG_VERSION_NUMBER", "HTTP_REQUEST", "HTTPS_PROXY_REQUEST", "UNKNOWN_PROTOCOL"})
+UNTRUSTED = frozenset(
+    {"TLSV1_ALERT_UNKNOWN_CA", "SSLV3_ALERT_BAD_CERTIFICATE", "SSLV3_ALERT_CERTIFICATE_UNKNOWN"}
+)
+NOTHING_IN_COMMON = frozenset(
+    {"NO_SHARED_CIPHER", "UNSUPPORTED_PROTOCOL", "VERSION_TOO_LOW", "TLSV1_ALERT_PROTOCOL_VERSION"}
+)
+
+
+def tls_failure(error: BaseException) -> str:
+    """Why a TLS handshake failed, in words a person acts on."""
+    reason = str(getattr(error, "reason", "") or "")
+    if isinstance(error, ssl.SSLError) and reason:
+        if reason in NOT_TLS:
+            return f"not TLS ({reason}: a PLAINTEXT client on a TLS listener?)"
+        if reason in UNTRUSTED:
+            return f"the client does not trust the broker's certificate ({reason}): give it the lab's CA"
+        if reason in NOTHING_IN_COMMON:
+            return f"no TLS version or cipher in common ({reason})"
+        return f"a malformed TLS handshake ({reason})"
+    if isinstance(error, ConnectionAbortedError | TimeoutError) and "longer" in str(error):
+        return f"no handshake within {HANDSHAKE_TIMEOUT_S:g} s"
+    if isinstance(error, ConnectionError | EOFError | ssl.SSLEOFError):
+        return "the client closed the connection during the handshake"
+    return str(error) or type(error).__name__
 
 
 class WireLoop:
@@ -110,18 +138,30 @@ class _ClientProtocol(asyncio.Protocol):
         self.received = 0
         self.taken = 0
         self.paused = False
+        # After a TLS handshake, bytes may arrive before the listener hands the connection over
+        # (``_Handshake``), or the client may already be gone.
+        self.early = b""
+        self.lost = False
 
     # loop thread
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
+        if self.lost:
+            return
         self.transport = transport
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
         self.listener.protocols.add(self)
         self.listener.lab.post(self._open)
+        if self.early:
+            early, self.early = self.early, b""
+            self.data_received(early)
 
     def data_received(self, data: bytes) -> None:
+        if self.transport is None:
+            self.early += data
+            return
         try:
             frames = self.frames.feed(data)
         except FrameError as error:
@@ -139,6 +179,7 @@ class _ClientProtocol(asyncio.Protocol):
             self._maybe_resume()
 
     def connection_lost(self, exc: Exception | None) -> None:
+        self.lost = True
         self.listener.protocols.discard(self)
         pending = self.frames.pending
         self.listener.lab.post(lambda: self._lost(pending))
@@ -192,6 +233,56 @@ class _ClientProtocol(asyncio.Protocol):
             conn.disconnected()
 
 
+class _Handshake(asyncio.Protocol):
+    """A connection to a TLS listener until its handshake is done, then a ``_ClientProtocol``'s. The
+    listener runs the handshake itself (``loop.start_tls``) rather than asyncio's server, which would
+    swallow a failure: a failed one goes to the lab's timeline with why (``tls_failure``)."""
+
+    def __init__(self, listener: BrokerListener, context: ssl.SSLContext) -> None:
+        self.listener = listener
+        self.context = context
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        transport.pause_reading()  # nothing is read before start_tls has the transport
+        peer = transport.get_extra_info("peername")
+        peer_text = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
+        self.listener.handshaking.add(transport)
+        asyncio.get_running_loop().create_task(self._handshake(transport, peer_text))
+
+    async def _handshake(self, raw: asyncio.Transport, peer: str) -> None:
+        listener = self.listener
+        client = _ClientProtocol(listener)
+        try:
+            secured = await asyncio.get_running_loop().start_tls(
+                raw, client, self.context, server_side=True, ssl_handshake_timeout=HANDSHAKE_TIMEOUT_S
+            )
+        except Exception as error:
+            raw.abort()
+            if listener._server is None:  # the broker went down: not the client's failure
+                return
+            reason = tls_failure(error)
+            lab = listener.lab
+            lab.post(lambda: _tls_failed(lab, listener, peer, reason))
+            return
+        finally:
+            listener.handshakes_done(raw)
+        if secured is None or listener._server is None:  # closed meanwhile: the broker went down
+            if secured is not None:
+                secured.abort()
+            return
+        client.connection_made(secured)
+
+
+def _tls_failed(lab: Any, listener: BrokerListener, peer: str, reason: str) -> None:
+    """Driver thread: the failure in the lab's timeline (``lab.wire.failures`` sums a flood up)."""
+    wire = getattr(lab, "wire", None)
+    if wire is not None:
+        wire.failures.tls_failed(
+            broker=listener.broker_id, listener=listener.protocol, peer=peer, reason=reason
+        )
+
+
 @dataclass(frozen=True, slots=True)
 class ListenerState:
     broker_id: int
@@ -219,8 +310,12 @@ class BrokerListener:
         self.protocol = protocol
         self.tls = tls
         self.protocols: set[_ClientProtocol] = set()
+        self.handshaking: set[asyncio.Transport] = set()  # TLS connections not through their handshake
         self._server: asyncio.base_events.Server | None = None
         self.error = ""
+
+    def handshakes_done(self, transport: asyncio.Transport) -> None:
+        self.handshaking.discard(transport)
 
     @property
     def is_open(self) -> bool:
@@ -231,14 +326,13 @@ class BrokerListener:
             return
         loop = asyncio.get_running_loop()
         try:
-            context = None
+            factory: Callable[[], asyncio.Protocol] = lambda: _ClientProtocol(self)  # noqa: E731
             if self.protocol.endswith("SSL"):
                 if self.tls is None:
                     raise OSError(f"the {self.protocol} listener has no certificates")
                 context = self.tls.server_context(self.broker_id)
-            self._server = await loop.create_server(
-                lambda: _ClientProtocol(self), self.bind_host, self.port, reuse_address=True, ssl=context
-            )
+                factory = lambda: _Handshake(self, context)  # noqa: E731
+            self._server = await loop.create_server(factory, self.bind_host, self.port, reuse_address=True)
             self.error = ""
         except (OSError, ValueError) as error:
             strerror = getattr(error, "strerror", None)
@@ -253,6 +347,9 @@ class BrokerListener:
             if protocol.transport is not None:
                 protocol.transport.abort()  # a dead broker's sockets reset, they do not linger
         self.protocols.clear()
+        for transport in list(self.handshaking):
+            transport.abort()
+        self.handshaking.clear()
         if server is not None:
             await server.wait_closed()
 
@@ -285,6 +382,22 @@ class Listeners:
             for b, port in ports_.items()
         }
         self._wanted: dict[int, bool] = {}
+
+    def server_properties(self, broker_id: int) -> dict[str, str]:
+        """What broker ``broker_id``'s server.properties would say of its listeners, as a broker's
+        DescribeConfigs reports them (``EngineContext.listener_config``); each listener is named by its
+        security protocol."""
+        mine = [(p, ports[broker_id]) for p, ports in self.by_protocol.items() if broker_id in ports]
+        found = {
+            "listeners": ",".join(f"{p}://{self.bind_host}:{port}" for p, port in mine),
+            "advertised.listeners": ",".join(f"{p}://{self.advertised_host}:{port}" for p, port in mine),
+            "listener.security.protocol.map": ",".join(f"{p}:{p}" for p, _ in mine),
+        }
+        if any(p.startswith("SASL_") for p, _ in mine):
+            found["sasl.enabled.mechanisms"] = ",".join(ENABLED)
+        if any(p.endswith("SSL") for p, _ in mine):
+            found["ssl.keystore.type"] = "PEM"
+        return found
 
     def sync(
         self, wire: WireServer, running: Mapping[int, bool], why: Mapping[int, str] | None = None

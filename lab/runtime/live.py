@@ -21,16 +21,18 @@ import shutil
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from concurrent import futures
 from concurrent.futures import Future
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
+from lab.engine.acl import AclBinding
 from lab.engine.cluster import Cluster
 from lab.engine.errors import IllegalArgument, IllegalState, KafkaError, KafkaTimeout, ZooKeeperNotAvailable
 from lab.engine.events import Event
+from lab.engine.scram import ScramCredential
 from lab.engine.tasks import Pending
 from lab.runtime import actions, tls
 from lab.runtime.broadcast import Broadcaster, broadcaster, group_name
@@ -40,7 +42,7 @@ from lab.runtime.journal import CommandJournal
 from lab.runtime.listeners import Listeners
 from lab.runtime.registry import BrokerSummary, LabSummary, register_lab, unregister_lab, update_lab
 from lab.runtime.sleep import SLEEP_AFTER_S, Nap
-from lab.runtime.spec import ClientSpec, LabSpec
+from lab.runtime.spec import ClientSpec, LabSpec, acl_entry
 from lab.runtime.starting import Startup
 from lab.visuals.charts import Sample
 from lab.visuals.clock import LabStatus
@@ -139,8 +141,12 @@ class LiveLab:
         wall: Callable[[], float] = time.monotonic,
         listen: Listen | None = None,
         sleep_after_s: float | None = SLEEP_AFTER_S,
+        on_spec_change: Callable[[LiveLab], None] | None = None,
     ) -> None:
         self._spec = spec
+        # Called (driver thread) when the spec changed with no command to save it after: an ACL or a
+        # user a Kafka client made. The Django side saves the spec off this thread.
+        self.on_spec_change = on_spec_change
         self.zookeeper = zookeeper
         self.fallback_reason = fallback_reason
         self.renderer = renderer
@@ -405,6 +411,36 @@ class LiveLab:
 
     def update_spec(self, spec: LabSpec) -> None:
         self._spec = spec
+
+    # What ZooKeeper took, whoever wrote it (the page, the API, a scenario, a Kafka client's CreateAcls,
+    # DeleteAcls or AlterUserScramCredentials), goes into the spec: one path for every door.
+
+    def _acls_changed(self, added: Sequence[AclBinding], removed: Sequence[AclBinding]) -> None:
+        spec = self._spec
+        for binding in added:
+            if (entry := acl_entry(binding)) not in spec.acls:
+                spec = spec.with_acl(entry)
+        if removed:
+            spec = spec.without_acls([acl_entry(b) for b in removed])
+        self._spec_changed(spec)
+
+    def _credential_changed(self, user: str, mechanism: str, credential: ScramCredential | None) -> None:
+        spec = self._spec
+        if credential is not None:
+            spec = spec.with_user(user, mechanism, credential.to_text())
+        else:
+            spec = spec.without_user(user, mechanism)
+        self._spec_changed(spec)
+
+    def _spec_changed(self, spec: LabSpec) -> None:
+        if spec == self._spec:
+            return
+        self._spec = spec
+        if self.on_spec_change is not None:
+            try:
+                self.on_spec_change(self)
+            except Exception:  # saving is the Django side's; the lab carries on
+                log.exception("lab %s: the spec could not be saved", self.slug)
 
     def producer(self, acks: str) -> Any:
         producer = self._producers.get(acks)
@@ -678,6 +714,7 @@ class LiveLab:
                 secured=self._spec.listeners,
                 tls=self.lab_tls,
             )
+            cluster.ctx.listener_config = {b: self.listeners.server_properties(b) for b in cluster.broker_ids}
             # A lab is "running" once its brokers' sockets listen: a client told the lab is up may
             # connect at once. Binding a local socket takes the listeners' loop a moment, no more.
             futures.wait(self._sync_listeners(), timeout=LISTEN_WAIT_S)
@@ -784,6 +821,8 @@ class LiveLab:
         if startup.cluster is not None and self._cluster is None:
             self._cluster = startup.cluster
             self._cluster.after_step.append(self._stepped)
+            self._cluster.ctx.acl_watchers.append(self._acls_changed)
+            self._cluster.ctx.credential_watchers.append(self._credential_changed)
             on_arrival = getattr(self._cluster.store, "on_arrival", None)
             if on_arrival is not None:
                 on_arrival(self._zookeeper_sent)  # a quiet tick ends when ZooKeeper sends something

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from lab.engine.acl import AclBinding
 from lab.engine.config import CONSUMER_KEYS, validate_broker_config
 from lab.engine.errors import IllegalArgument
 from lab.engine.limits import BROKERS, CLOCK_RATE
@@ -221,6 +222,20 @@ class LabSpec:
 
     def with_rate(self, rate: float) -> LabSpec:
         return replace(self, rate=check_rate(rate))
+
+
+def acl_entry(binding: AclBinding) -> dict[str, str]:
+    """An ACL as ``LabSpec.acls`` keeps it (``lab.engine.acl.parse_binding`` reads it back)."""
+    r, e = binding.resource, binding.entry
+    return {
+        "resource_type": r.type.value,
+        "name": r.name,
+        "pattern": r.pattern.value,
+        "principal": e.principal,
+        "host": e.host,
+        "operation": e.operation.value,
+        "permission": e.permission.value,
+    }
 
 
 def check_rate(rate: float) -> float:

@@ -38,6 +38,7 @@ CLIENT_KINDS = frozenset(
         "client_errors",
         "client_authenticated",
         "client_authentication_failed",
+        "tls_handshake_failed",
         "topic_auto_created",
     }
 )
@@ -76,6 +77,7 @@ TONES: Mapping[str, str] = {
     "client_errors": "warn",  # a real client got errors that make it back off
     "authorization_denied": "warn",  # the authorizer refused a request (the reason is in the text)
     "client_authentication_failed": "warn",  # a real client's SASL login was refused
+    "tls_handshake_failed": "warn",  # a connection to a TLS listener never got through its handshake
     "isr_expand": "good",
     "zookeeper_reachable": "good",
     "zk_reconnected": "good",

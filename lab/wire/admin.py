@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Any
 
 from lab.engine import protocol as p
-from lab.engine.config import BROKER_KEYS, TOPIC_KEYS
 from lab.engine.ids import TopicPartition
 from lab.wire.codec import Request
 from lab.wire.connection import Connection, topic_uuid
@@ -26,7 +25,7 @@ from lab.wire.shape import (
 )
 
 # Kafka's ConfigType ids (DescribeConfigs v3+).
-CONFIG_TYPES = {"bool": 1, "str": 2, "int": 3, "long": 5, "double": 6, "list": 7}
+CONFIG_TYPES = {"bool": 1, "str": 2, "int": 3, "long": 5, "double": 6, "list": 7, "password": 9}
 
 
 def _error_message(error: str | None, message: str) -> str | None:
@@ -151,7 +150,6 @@ async def describe_configs(conn: Connection, request: Request) -> Any:
     documented = field(body, "include_documentation", False)
     results = []
     for r in answer.resources:
-        keys = TOPIC_KEYS if r.resource_type == p.TOPIC_RESOURCE else BROKER_KEYS
         configs: list[dict[str, Any]] = [
             {
                 "name": c.name,
@@ -161,7 +159,7 @@ async def describe_configs(conn: Connection, request: Request) -> Any:
                 "is_default": c.source == 5,  # v0's flag
                 "is_sensitive": c.sensitive,
                 "synonyms": [],
-                "config_type": CONFIG_TYPES.get(keys[c.name].kind, 0) if c.name in keys else 0,
+                "config_type": CONFIG_TYPES.get(c.kind, 0),  # "": UNKNOWN, as Kafka has a plugin's key
                 "documentation": c.documentation if documented else None,
             }
             for c in r.entries

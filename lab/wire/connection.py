@@ -27,6 +27,7 @@ from lab.engine.scheduler import Timer
 from lab.engine.tasks import Pending, SerialQueue
 from lab.wire import codec
 from lab.wire.activity import SUMMARY_MS, Activity, ConnectionStats, backs_off, client_label, summary
+from lab.wire.failures import FailureLog
 from lab.wire.framing import frame
 
 if TYPE_CHECKING:
@@ -319,6 +320,7 @@ class WireServer:
         self._activity: dict[tuple[str, str, str], Activity] = {}
         self._software_seen: dict[tuple[str, str], tuple[str, str]] = {}  # (host, client.id) -> software
         self._summary: Timer | None = None
+        self.failures = FailureLog(cluster)  # failed TLS handshakes and SASL logins, for the timeline
 
     def advertised_for(self, listener: str) -> Mapping[BrokerId, tuple[str, int]]:
         if listener == "PLAINTEXT":

@@ -82,31 +82,38 @@ def _scram_user(token: bytes) -> str:
 
 
 class _PlainInvalid(SaslAuthenticationFailed):
-    """PLAIN's own answer to a wrong user or password, which Kafka passes to the client as it is."""
+    """PLAIN's own answer to a wrong user or password, which Kafka passes to the client as it is;
+    ``why`` says which, for the timeline."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__(PLAIN_INVALID)
+        self.why = why
 
 
-async def _plain(conn: Connection, token: bytes) -> str:
+async def _plain(conn: Connection, token: bytes, state: SaslState) -> str:
     parts = token.split(b"\0")
     if len(parts) != 3:
         raise SaslAuthenticationFailed(f"Invalid SASL/PLAIN response: expected 3 tokens, got {len(parts)}")
     authzid, user, password = (p.decode(errors="replace") for p in parts)
+    state.user = user  # who tried, for the timeline; the principal only once the password holds
     if not user or not password:
         raise SaslAuthenticationFailed("Authentication failed: username or password not specified")
     if authzid and authzid != user:
         raise SaslAuthenticationFailed(
             "Authentication failed: Client requested an authorization id that is different from username"
         )
-    for mechanism, stored in sorted((await _credentials(conn, user)).items()):
+    found = await _credentials(conn, user)
+    for mechanism, stored in sorted(found.items()):
         given = ScramCredential.make(mechanism, password, stored.salt, stored.iterations)
         if hmac.compare_digest(given.stored_key, stored.stored_key):
             return user
-    raise _PlainInvalid(PLAIN_INVALID)
+    raise _PlainInvalid("wrong password" if found else "no such user")
 
 
 async def step(conn: Connection, state: SaslState, token: bytes) -> bytes:
     """One token of the mechanism: the server's answer, or SaslAuthenticationFailed."""
     if state.mechanism == "PLAIN":
-        state.user = await _plain(conn, token)
+        state.user = await _plain(conn, token, state)
         state.authenticated = True
         return b""
     if state.exchange is None:
@@ -140,15 +147,18 @@ def succeeded(conn: Connection, state: SaslState) -> None:
 
 
 def failed(conn: Connection, state: SaslState, error: SaslAuthenticationFailed) -> str:
-    """Journal the failure with its reason; the sentence the connection closes with."""
-    why = f"SASL_AUTHENTICATION_FAILED with {state.mechanism}: {error.message}"
-    conn.cluster.journal.record(
-        "client_authentication_failed",
-        f"{conn.describe()} failed to authenticate on broker {conn.broker_id}'s {conn.listener} listener"
-        f"{f' as {state.user or _who(state)}' if state.user or _who(state) else ''}: {error.message}",
+    """The failure in the timeline with what was really wrong (summed up: ``lab.wire.failures``); the
+    sentence the connection closes with."""
+    conn.server.failures.sasl_failed(
         broker=conn.broker_id,
+        listener=conn.listener,
+        peer=conn.peer,
+        client=conn.describe(),
+        mechanism=state.mechanism,
+        user=state.user or _who(state),
+        reason=getattr(error, "why", "") or error.message,
     )
-    return why
+    return f"SASL_AUTHENTICATION_FAILED with {state.mechanism}: {error.message}"
 
 
 def _who(state: SaslState) -> str:

@@ -240,8 +240,12 @@ def test_an_exercise_is_hooked_in_and_started_over_by_commands(tmp_path: Path, l
     # Asked again without "fresh" (a page opened), the session and what it graded stay.
     live.act("classroom.exercise", _exercise_args(fresh=False)).result(10)
     assert attach.exercise_on(live) is session
+    # What the student added is gone with the fresh cluster: their ACLs and users too, not only topics.
+    live.act("acl-create", {"name": "orders", "principal": "User:alice", "operation": "write"}).result(30)
+    assert live.spec.acls
     said = _json(live.act("classroom.start-over", {}).result(30))
     assert said == "A fresh cluster: the exercise's setup plays again."
+    assert live.spec.acls == ()
     # Restarted on the lab's thread with the reset: the fresh cluster is still being built.
     assert session.phase == "setup"
     assert session.passed == {}

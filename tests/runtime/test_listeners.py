@@ -198,3 +198,50 @@ def test_a_killed_leader_stays_listed_with_its_address_while_the_cluster_thinks_
         assert listed[victim] == served.brokers[victim]
         leaders = {p.leader_id for t in answer.topics for p in t.partitions}
         assert leaders <= set(listed) | {-1}
+
+
+def test_a_failed_tls_handshake_is_told_in_words_a_person_acts_on() -> None:
+    import ssl
+
+    from lab.runtime.listeners import tls_failure
+
+    def ssl_error(reason: str) -> ssl.SSLError:
+        error = ssl.SSLError(1, f"[SSL: {reason}] ...")
+        error.reason = reason  # what OpenSSL's error carries
+        return error
+
+    assert tls_failure(ssl_error("WRONG_VERSION_NUMBER")).startswith("not TLS (WRONG_VERSION_NUMBER")
+    assert tls_failure(ssl_error("HTTP_REQUEST")).startswith("not TLS (HTTP_REQUEST")
+    assert "does not trust the broker's certificate" in tls_failure(ssl_error("TLSV1_ALERT_UNKNOWN_CA"))
+    assert (
+        tls_failure(ssl_error("NO_SHARED_CIPHER")) == "no TLS version or cipher in common (NO_SHARED_CIPHER)"
+    )
+    assert tls_failure(ssl_error("UNEXPECTED_MESSAGE")) == "a malformed TLS handshake (UNEXPECTED_MESSAGE)"
+    late = ConnectionAbortedError("SSL handshake is taking longer than 60.0 seconds: aborting the connection")
+    assert tls_failure(late) == "no handshake within 60 s"
+    assert tls_failure(ConnectionResetError()) == "the client closed the connection during the handshake"
+
+
+def test_a_brokers_listener_settings_are_what_its_server_properties_would_say() -> None:
+    from lab.runtime.listeners import Listeners
+
+    listeners = Listeners(
+        None,
+        bind_host="0.0.0.0",
+        advertised_host="10.0.0.5",
+        ports={1: 19092, 2: 19093},
+        secured={"SASL_SSL": {1: 19095, 2: 19096}},
+    )
+    assert listeners.server_properties(2) == {
+        "listeners": "PLAINTEXT://0.0.0.0:19093,SASL_SSL://0.0.0.0:19096",
+        "advertised.listeners": "PLAINTEXT://10.0.0.5:19093,SASL_SSL://10.0.0.5:19096",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SASL_SSL:SASL_SSL",
+        "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+        "ssl.keystore.type": "PEM",
+    }
+    plain = Listeners(None, bind_host="127.0.0.1", advertised_host="127.0.0.1", ports={1: 19092})
+    assert plain.server_properties(1) == {
+        "listeners": "PLAINTEXT://127.0.0.1:19092",
+        "advertised.listeners": "PLAINTEXT://127.0.0.1:19092",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT",
+    }

@@ -680,3 +680,77 @@ def test_a_snapshot_read_is_the_last_frames_and_never_older_than_an_answer(tmp_p
         assert states[0] == "alive"
     finally:
         live.stop()
+
+
+def test_acls_and_users_a_kafka_client_made_are_kept_as_the_pages_are(tmp_path: Path) -> None:
+    """CreateAcls, DeleteAcls and AlterUserScramCredentials over the wire go into the lab's spec (and its
+    saver hears of it), so a reset, a memory-store restart or another worker brings them back."""
+    from tests.walltime import advance, still_lab
+    from tests.wire.harness import WireClient
+    from tests.wire.test_acls import ALLOW, LITERAL, TOPIC, WRITE, creation, everything
+    from tests.wire.test_users import SHA256, upsertion
+
+    saved: list[int] = []
+    live, wall = still_lab(
+        tmp_path,
+        "wire-kept",
+        config={
+            **FAST,
+            "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
+            "super.users": "User:admin;User:broker;User:ANONYMOUS",
+        },
+    )
+    live.on_spec_change = lambda lab: saved.append(len(lab.spec.acls) + len(lab.spec.users))
+
+    def ask(api_key: int, body: dict, *, controller: bool = False) -> object:
+        def send(lab: LiveLab) -> WireClient:
+            broker = lab.cluster.controller_id() if controller else 1
+            client = WireClient(lab.cluster, broker, server=lab.wire)
+            client.send(api_key, {30: 3, 31: 3, 51: 0}[api_key], body)
+            return client
+
+        client = live.submit(send).result(10)
+        while not client.sent:
+            advance(live, wall, 0.5)
+        return live.submit(lambda _: client.answer(api_key, {30: 3, 31: 3, 51: 0}[api_key])).result(10)
+
+    try:
+        alice = {
+            "resource_type": "Topic",
+            "name": "orders",
+            "pattern": "Literal",
+            "principal": "User:alice",
+            "host": "*",
+            "operation": "Write",
+            "permission": "Allow",
+        }
+        made = ask(
+            30,
+            {
+                "creations": [
+                    creation(TOPIC, "orders", "User:alice", WRITE, pattern=LITERAL, permission=ALLOW)
+                ]
+            },
+        )
+        assert made.results[0].error_code == 0  # type: ignore[attr-defined]
+        upserted = ask(51, {"deletions": [], "upsertions": [upsertion("alice", "s3cret")]}, controller=True)
+        assert upserted.results[0].error_code == 0  # type: ignore[attr-defined]
+        assert live.spec.acls == (alice,)
+        assert set(live.spec.users) == {"alice"}
+        assert set(live.spec.users["alice"]) == {"SCRAM-SHA-256"}
+        assert saved == [1, 2]
+
+        until_done(live, wall, live.act("clock-reset", {}))
+        advance(live, wall, 1.0)  # the spec's ACLs are written as the lab starts
+        listed = until_done(live, wall, live.act("acls", {}))
+        assert [a["text"] for a in listed["acls"]] == ["ALLOW User:alice Write from * on Topic:orders"]
+        users = until_done(live, wall, live.act("users", {}))
+        assert [u["user"] for u in users["users"]] == ["alice"]
+
+        gone = ask(31, {"filters": [everything(principal_filter="User:alice")]})
+        assert len(gone.filter_results[0].matching_acls) == 1  # type: ignore[attr-defined]
+        ask(51, {"deletions": [{"name": "alice", "mechanism": SHA256}], "upsertions": []}, controller=True)
+        assert live.spec.acls == ()
+        assert live.spec.users == {}
+    finally:
+        live.stop()

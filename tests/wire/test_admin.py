@@ -268,6 +268,64 @@ def test_a_broker_describes_its_own_configs(cluster: Cluster) -> None:
     )
 
 
+def describe_broker(cluster: Cluster, broker: int, keys: list[str] | None = None) -> dict[str, object]:
+    described = WireClient(cluster, broker).ask(
+        DESCRIBE_CONFIGS,
+        4,
+        {
+            "resources": [
+                {"resource_type": BROKER, "resource_name": str(broker), "configuration_keys": keys}
+            ],
+            "include_synonyms": False,
+            "include_documentation": False,
+        },
+    )
+    return {c.name: c for c in described.results[0].configs}
+
+
+def test_a_broker_describes_its_listeners_and_security_as_kafka_does(cluster: Cluster) -> None:
+    # What the runtime sets when it opens a lab's sockets (LiveLab: Listeners.server_properties).
+    cluster.ctx.listener_config[2] = {
+        "listeners": "PLAINTEXT://127.0.0.1:19093,SASL_SSL://127.0.0.1:19096",
+        "advertised.listeners": "PLAINTEXT://10.0.0.5:19093,SASL_SSL://10.0.0.5:19096",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SASL_SSL:SASL_SSL",
+        "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+        "ssl.keystore.type": "PEM",
+    }
+    configs = describe_broker(cluster, 2)
+
+    def seen(name: str) -> tuple[object, ...]:
+        c = configs[name]
+        return (c.value, c.config_source, c.is_sensitive, c.read_only, c.config_type)  # type: ignore[attr-defined]
+
+    STRING, LIST, CLASS_OR_STRING, PASSWORD, UNKNOWN = 2, 7, 2, 9, 0
+    assert seen("listeners") == (
+        "PLAINTEXT://127.0.0.1:19093,SASL_SSL://127.0.0.1:19096",
+        4,
+        False,
+        True,
+        STRING,
+    )
+    assert seen("advertised.listeners")[0] == "PLAINTEXT://10.0.0.5:19093,SASL_SSL://10.0.0.5:19096"
+    assert seen("listener.security.protocol.map")[:2] == ("PLAINTEXT:PLAINTEXT,SASL_SSL:SASL_SSL", 4)
+    assert seen("sasl.enabled.mechanisms") == ("PLAIN,SCRAM-SHA-256,SCRAM-SHA-512", 4, False, True, LIST)
+    # Kafka's default where the lab sets nothing; a password never has a value.
+    assert seen("authorizer.class.name") == ("", 5, False, True, CLASS_OR_STRING)
+    assert seen("ssl.key.password") == (None, 5, True, True, PASSWORD)
+    assert seen("sasl.jaas.config")[:3] == (None, 5, True)
+    # An authorizer's own keys are no KafkaConfig's: listed only when set, sensitive, of unknown type.
+    assert seen("super.users") == (None, 4, True, True, UNKNOWN)
+    assert "allow.everyone.if.no.acl.found" not in configs  # Kafka's default, so not set
+
+
+def test_without_listeners_a_broker_describes_the_address_it_registers(cluster: Cluster) -> None:
+    configs = describe_broker(cluster, 1, ["listeners", "advertised.listeners", "sasl.enabled.mechanisms"])
+    host, port = cluster.brokers[1].advertised
+    assert configs["listeners"].value == f"PLAINTEXT://{host}:{port}"  # type: ignore[attr-defined]
+    assert configs["sasl.enabled.mechanisms"].value == "GSSAPI"  # type: ignore[attr-defined]
+    assert configs["sasl.enabled.mechanisms"].config_source == 5  # type: ignore[attr-defined]
+
+
 def test_preferred_leader_election(cluster: Cluster) -> None:
     client = controller(cluster)
     create(client, new_topic("orders", 1, 3))

@@ -16,7 +16,7 @@ import uuid
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin import AdminClient, ConfigResource
 from kafka import KafkaConsumer, KafkaProducer
 from kafka import TopicPartition as KPTopicPartition
 from kafka.errors import KafkaError as KPKafkaError
@@ -177,11 +177,38 @@ def test_a_client_that_does_not_trust_the_lab_ca_is_refused_by_its_own_tls(kafka
         context.wrap_socket(raw, server_hostname=host),
     ):
         pass  # the lab's CA vouches for the broker under the advertised host's name
+    # A broker describes the listeners it was made with, as Kafka's DescribeConfigs does; no password.
+    resource = ConfigResource(ConfigResource.Type.BROKER, "1")
+    admin = AdminClient(scram(kafka_lab))  # kept: a client collected mid-call is destroyed
+    configs = admin.describe_configs([resource])[resource].result(10)
+    assert configs["advertised.listeners"].value.split(",") == [
+        f"{p}://{kafka_lab.bootstrap(p).split(',')[0]}"
+        for p in ("PLAINTEXT", "SASL_PLAINTEXT", "SSL", "SASL_SSL")
+    ]
+    assert configs["sasl.enabled.mechanisms"].value == "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512"
+    assert configs["ssl.key.password"].is_sensitive
+    assert configs["ssl.key.password"].value is None
 
 
 def test_bad_input_fails_the_connection_and_the_broker_carries_on(kafka_lab: ServedCluster) -> None:
     host, port = kafka_lab.bootstrap("SASL_SSL").split(",")[0].rsplit(":", 1)
-    # Garbage where a TLS handshake should be: the listener closes that connection.
+    # Not TLS at all where a TLS handshake should be: the listener closes that connection, and the
+    # timeline says whose handshake failed and why.
+    with socket.create_connection((host, int(port)), timeout=5) as raw:
+        mine = raw.getsockname()
+        raw.sendall(b"GET / HTTP/1.1\r\n\r\n")
+        while raw.recv(1024):
+            pass
+
+    def told() -> list[str]:
+        return [e.text for e in kafka_lab.cluster.events() if e.kind == "tls_handshake_failed"]
+
+    assert wait_until(lambda: told(), 10)
+    assert told()[0] == (
+        f"TLS handshake from {mine[0]}:{mine[1]} to broker 1's SASL_SSL listener failed: "
+        "not TLS (HTTP_REQUEST: a PLAINTEXT client on a TLS listener?)"
+    )
+    # Garbage that starts like a TLS record: closed too (its line waits for the 5 s summary).
     with socket.create_connection((host, int(port)), timeout=5) as raw:
         raw.sendall(b"\x16\x03\x01\x00\x05garbage-not-a-client-hello" * 4)
         received = b""
@@ -286,6 +313,7 @@ def test_the_clients_view_shows_who_logged_in_and_by_which_listener(kafka_lab: S
     def rows() -> list:
         return [r for r in kafka_lab.lab.frame.views["wire-clients"].rows if r.client_id == "who-am-i"]  # type: ignore[attr-defined]
 
-    assert wait_until(lambda: bool(rows()), 15)
-    assert {(r.listener, r.principal) for r in rows()} == {("SASL_SSL", "User:alice")}
+    # A frame drawn while a connection was still logging in shows it as User:ANONYMOUS (Kafka's
+    # principal until SASL says otherwise): the view catches up within a frame or two.
+    assert wait_until(lambda: {(r.listener, r.principal) for r in rows()} == {("SASL_SSL", "User:alice")}, 15)
     del producer

@@ -81,6 +81,7 @@ class _Znode:
     creates: int  # children ever created: ZooKeeper's stored cversion, and the sequential counter
     ephemeral_owner: int
     children: set[str]
+    ctime: int = 0  # wall-clock ms when made (the store's epoch plus virtual time)
 
     def copy(self) -> _Znode:
         return replace(self, children=set(self.children))
@@ -95,14 +96,16 @@ class _Znode:
             ephemeral_owner=self.ephemeral_owner,
             num_children=len(self.children),
             data_length=len(self.data),
+            ctime=self.ctime,
         )
 
 
 class _Txn:
     """One ZooKeeper transaction: copy-on-write over the tree, applied whole or not at all."""
 
-    def __init__(self, nodes: dict[str, _Znode], zxid: int) -> None:
+    def __init__(self, nodes: dict[str, _Znode], zxid: int, now_ms: int = 0) -> None:
         self._base = nodes
+        self.now_ms = now_ms
         self._over: dict[str, _Znode | None] = {}
         self.zxid = zxid
         self.events: list[tuple[WatchKind, str]] = []
@@ -153,6 +156,7 @@ class _Txn:
             creates=0,
             ephemeral_owner=owner,
             children=set(),
+            ctime=self.now_ms,
         )
         self.events.append((WatchKind.CREATED, path))
         self.events.append((WatchKind.CHILD, parent_path))
@@ -227,11 +231,12 @@ _WatchTable = dict[str, dict[int, list[Watcher]]]
 class MemoryStore:
     """A ZooKeeper server and its clients, in the engine's virtual time."""
 
-    def __init__(self, scheduler: Scheduler, *, latency_ms: int = 1) -> None:
+    def __init__(self, scheduler: Scheduler, *, latency_ms: int = 1, epoch_ms: int = 0) -> None:
         if isinstance(latency_ms, bool) or not isinstance(latency_ms, int) or latency_ms < 0:
             raise IllegalArgument(f"latency_ms must be a non-negative integer, got {latency_ms!r}")
         self.scheduler = scheduler
         self.latency_ms = latency_ms
+        self.epoch_ms = epoch_ms  # wall-clock ms at virtual zero: what a znode's ctime counts from
         self._nodes: dict[str, _Znode] = {
             "/": _Znode(
                 data=b"", czxid=0, mzxid=0, pzxid=0, version=0, creates=0, ephemeral_owner=0, children=set()
@@ -302,7 +307,7 @@ class MemoryStore:
         return self._nodes.get(path)
 
     def _transact(self, body: Callable[[_Txn], T]) -> T:
-        txn = _Txn(self._nodes, self._zxid + 1)
+        txn = _Txn(self._nodes, self._zxid + 1, self.epoch_ms + self.scheduler.now_ms)
         result = body(txn)  # raises: nothing changed
         if txn.wrote:
             self._zxid = txn.zxid

@@ -115,6 +115,9 @@ class Stat:
     ephemeral_owner: int  # the owning session's id, 0 for a persistent node
     num_children: int
     data_length: int
+    # When the znode was made, in wall-clock ms as ZooKeeper's ctime (the memory store: the cluster's
+    # epoch plus virtual time): how Kafka tells a change notification old enough to purge.
+    ctime: int = 0
 
 
 # Ops for ``multi``.

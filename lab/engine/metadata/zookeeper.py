@@ -125,6 +125,7 @@ def _stat(z: Any) -> Stat:
         ephemeral_owner=z.ephemeralOwner,
         num_children=z.numChildren,
         data_length=z.dataLength,
+        ctime=z.ctime,
     )
 
 

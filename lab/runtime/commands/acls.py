@@ -2,7 +2,8 @@
 
 As kafka-acls.sh does in ZooKeeper mode, they are written straight to ``/kafka-acl`` (and
 ``/kafka-acl-extended``), each change announced by a change node the brokers' authorizers read: a
-request in flight (``actions.in_flight``), answered once ZooKeeper has it. ACLs are kept whether or
+request in flight (``actions.in_flight``), answered once ZooKeeper has it, by when the lab's spec
+keeps it (``LiveLab._acls_changed``, as for an ACL a Kafka client's CreateAcls made). ACLs are kept whether or
 not the brokers have an authorizer (``authorizer.class.name``); without one nobody enforces them,
 and the answers say so.
 """
@@ -24,7 +25,8 @@ from lab.engine.acl import (
     who_may,
 )
 from lab.engine.errors import InvalidRequest
-from lab.runtime.actions import Act, _text, in_flight, on_success, register, register_read
+from lab.runtime.actions import Act, _text, in_flight, register, register_read
+from lab.runtime.spec import acl_entry
 
 if TYPE_CHECKING:
     from lab.runtime.live import LiveLab
@@ -34,22 +36,7 @@ RESOURCE_TYPES = ("Topic", "Group", "Cluster", "TransactionalId")  # what a pers
 
 
 def as_json(binding: AclBinding) -> dict[str, str]:
-    r, e = binding.resource, binding.entry
-    return {
-        "resource_type": r.type.value,
-        "name": r.name,
-        "pattern": r.pattern.value,
-        "principal": e.principal,
-        "host": e.host,
-        "operation": e.operation.value,
-        "permission": e.permission.value,
-        "text": str(binding),
-    }
-
-
-def kept(binding: AclBinding) -> dict[str, str]:
-    """The ACL as the lab's spec keeps it."""
-    return {k: v for k, v in as_json(binding).items() if k != "text"}
+    return {**acl_entry(binding), "text": str(binding)}
 
 
 def _binding(p: Mapping[str, Any]) -> AclBinding:
@@ -125,8 +112,7 @@ def _create(p: Mapping[str, Any]) -> Act:
     binding = _binding(p)
 
     def run(lab: LiveLab) -> Any:
-        asked = lab.cluster.begin_create_acls([binding])
-        on_success(asked, lambda _: lab.update_spec(lab.spec.with_acl(kept(binding))))
+        asked = lab.cluster.begin_create_acls([binding])  # the lab's spec keeps it (LiveLab._acls_changed)
 
         def answer(_: object, __: bool) -> dict[str, Any]:
             if not asked.done():
@@ -148,7 +134,6 @@ def _delete(p: Mapping[str, Any]) -> Act:
 
     def run(lab: LiveLab) -> Any:
         asked = lab.cluster.begin_delete_acls([exactly])
-        on_success(asked, lambda gone: lab.update_spec(lab.spec.without_acls([kept(b) for b in gone])))
 
         def answer(gone: list[AclBinding] | None, _: bool) -> dict[str, Any]:
             if gone is None:

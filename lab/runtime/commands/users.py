@@ -6,8 +6,9 @@ command is made, so the command, the lab's journal of commands and ZooKeeper hol
 the password. ``user-upsert`` takes Kafka's text form of one mechanism's credential, ``user-delete``
 removes one mechanism's or every one, and ``users`` lists who has which. Each write is a request in
 flight on the lab's own ZooKeeper client (``Cluster.begin_scram``), answered when ZooKeeper has it,
-and kept in the lab's spec (``LabSpec.users``, the credential only) so a reset or a memory-store lab
-starts with the same users, as with its topics.
+and kept in the lab's spec (``LabSpec.users``, the credential only: ``LiveLab._credential_changed``,
+whoever wrote it, AlterUserScramCredentials too) so a reset or a memory-store lab starts with the
+same users, as with its topics.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from lab.engine.errors import IllegalArgument, ResourceNotFound
 from lab.engine.scram import MECHANISMS, MIN_ITERATIONS, ScramCredential
 from lab.engine.scram_store import ScramStore
 from lab.engine.tasks import Pending
-from lab.runtime.actions import Act, _choice, _text, in_flight, on_success, register, register_read
+from lab.runtime.actions import Act, _choice, _text, in_flight, register, register_read
 
 if TYPE_CHECKING:
     from lab.runtime.live import LiveLab
@@ -84,9 +85,6 @@ def _upsert(p: Mapping[str, Any]) -> Act:
         asked = lab.cluster.begin_scram(
             lambda s: s.upsert(user, credential), f"{user}'s {mechanism} credential"
         )
-        on_success(
-            asked, lambda _: lab.update_spec(lab.spec.with_user(user, mechanism, credential.to_text()))
-        )
         return in_flight(
             lab,
             asked,
@@ -114,7 +112,6 @@ def _delete(p: Mapping[str, Any]) -> Act:
 
     def run(lab: LiveLab) -> Any:
         asked = lab.cluster.begin_scram(remove, f"{user}'s credentials")
-        on_success(asked, lambda _: lab.update_spec(lab.spec.without_user(user, mechanism)))
         what = f"User {user}'s {mechanism} credential removed" if mechanism else f"User {user} removed"
         return in_flight(
             lab,
