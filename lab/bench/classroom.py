@@ -204,6 +204,7 @@ async def _running(port: int, made: Class) -> None:
 class Seen:
     frames_ms: list[float] = field(default_factory=list)
     api_ms: list[float] = field(default_factory=list)
+    api_failed: dict[str, int] = field(default_factory=dict)  # answers other than 200, by status
     handshakes_ok: int = 0
 
 
@@ -232,8 +233,11 @@ async def _ask(port: int, made: Class, window: dict[str, float], seen: Seen, n: 
         n += API_CLIENTS
         began = time.monotonic()
         status, _ = await get(port, f"/api/labs/{slug}", made.token)
-        if status == 200 and time.time() >= window["start"]:
-            seen.api_ms.append((time.monotonic() - began) * 1000)
+        if time.time() >= window["start"]:
+            if status == 200:
+                seen.api_ms.append((time.monotonic() - began) * 1000)
+            else:  # not a figure, but said: a 504 is a request that waited too
+                seen.api_failed[str(status)] = seen.api_failed.get(str(status), 0) + 1
         await asyncio.sleep(API_PAUSE_S)
 
 
@@ -444,6 +448,7 @@ def _one(workers: int, labs: int, duration_s: float, profile: Path | None = None
         "api_p50_ms": round(percentile(seen.api_ms, 50), 1),
         "api_p99_ms": round(percentile(seen.api_ms, 99), 1),
         "api_requests": len(seen.api_ms),
+        "api_failed": seen.api_failed,
         "frame_p50_ms": round(percentile(seen.frames_ms, 50), 1),
         "frame_p99_ms": round(percentile(seen.frames_ms, 99), 1),
         "frames": len(seen.frames_ms),
