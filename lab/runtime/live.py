@@ -1125,7 +1125,15 @@ class LiveLab:
         if send and self.renderer is not None:
             html = "".join(self.renderer.fragment(k, frame.views) for k in [*changed, "frame"])
             self.broadcast.send(
-                self.group, {"type": "lab.frame", "html": html, "frame": frame.seq, "made_at": meta.made_at}
+                self.group,
+                # ``group``: a web process relays one copy of a frame to its pages of the lab (lab.relay)
+                {
+                    "type": "lab.frame",
+                    "group": self.group,
+                    "html": html,
+                    "frame": frame.seq,
+                    "made_at": meta.made_at,
+                },
             )
 
     # ------------------------------------------------------------------ the home page's registry
