@@ -286,9 +286,7 @@ if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
-            # A web process's frame relay (lab.relay) takes every watched lab's frames on one channel:
-            # room for a few seconds of a class's frames (channels-redis drops what overflows).
-            "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": 30}], "capacity": 1000},
+            "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": 30}]},
         }
     }
 # Labs over worker processes (lab.worker): how many labs one worker runs at most.

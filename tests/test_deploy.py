@@ -152,7 +152,7 @@ def test_postgres_and_redis_come_with_their_extras(
         if variable == "REDIS_URL":
             assert shown["layer"] == {
                 "BACKEND": "channels_redis.core.RedisChannelLayer",
-                "CONFIG": {"hosts": [{"address": value, "socket_timeout": 30}], "capacity": 1000},
+                "CONFIG": {"hosts": [{"address": value, "socket_timeout": 30}]},
             }
         else:
             assert shown["db"]["ENGINE"] == "django.db.backends.postgresql"  # type: ignore[index]
