@@ -27,7 +27,8 @@ Options (``python -m lab.bench classroom --help``), for looking into a run rathe
 value; the scaling line needs 1 and 2), ``--no-alone`` (the idle lab's figures are not measured:
 null), and ``--profile DIR``: py-spy (``pip install py-spy``) samples every server process through
 the window, each into ``DIR/workers<N>-<process>.txt`` (collapsed stacks, one thread's name first),
-and ``DIR/workers<N>-top.txt`` lists the functions that took the most samples, by process.
+and ``DIR/workers<N>-top.txt`` lists the functions that took the most samples, by process (the
+server's and its workers' logs are kept there too).
 """
 
 from __future__ import annotations
@@ -431,6 +432,9 @@ def _one(workers: int, labs: int, duration_s: float, profile: Path | None = None
     finally:
         if server is not None:
             _stop(server)
+        if profile is not None:  # the server's and its workers' logs go with the profiles
+            for log in [*data_dir.glob("serve-*.log"), *data_dir.glob("**/workers/*.log")]:
+                shutil.copy(log, profile / f"workers{workers}-{log.name}")
         shutil.rmtree(data_dir, ignore_errors=True)
     per_process = [(cpu1[p] - cpu0[p]) / wall for p in cpu1 if p in cpu0]
     server_cpu = sum(per_process)
