@@ -148,6 +148,8 @@ class RemoteLab:
         future: Future[Any] = Future()
 
         def done(f: Future[Any]) -> None:
+            if future.cancelled():  # the caller gave up first (lab.api.driver.run's own deadline)
+                return
             error = f.exception()
             if error is not None:
                 future.set_exception(error)

@@ -101,3 +101,15 @@ def test_an_owner_that_does_not_answer_is_a_504_that_says_so(
     answer = ada.get(f"/labs/{row.slug}")
     assert answer.status_code == 504, answer.content
     assert "the lab's worker did not answer within 1 s" in answer.json()["message"]
+
+
+def test_an_answer_after_the_caller_gave_up_is_dropped_quietly(
+    owned: tuple[Lab, list[str]], settings: Settings, caplog: pytest.LogCaptureFixture
+) -> None:
+    row, asked = owned
+    settings.LAB_WORKER_TIMEOUT_S = 0.5
+    asked.append("mute")
+    future = remote.RemoteLab(row.slug, None).act("snapshot", {})
+    future.cancel()  # the view's own deadline came first (lab.api.driver.run)
+    time.sleep(1.5)  # the worker's deadline passes too: the courier fails its request
+    assert not [r for r in caplog.records if "exception calling callback" in r.getMessage()]
