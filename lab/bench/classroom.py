@@ -25,7 +25,7 @@ the machine's cores are full, whichever comes first:
 Options (``python -m lab.bench classroom --help``), for looking into a run rather than reporting it:
 ``--labs N`` and ``--duration S`` (a smaller class, a shorter window), ``--workers 2`` (one WORKERS
 value; the scaling line needs 1 and 2), ``--no-alone`` (the idle lab's figures are not measured:
-null), and ``--profile DIR``: py-spy (``pip install py-spy``) samples every server process through
+null), and ``--profile DIR``: py-spy (``pip install -e '.[profile]'``) samples every server process through
 the window, each into ``DIR/workers<N>-<process>.txt`` (collapsed stacks, one thread's name first),
 and ``DIR/workers<N>-top.txt`` lists the functions that took the most samples, by process (the
 server's and its workers' logs are kept there too).
