@@ -22,6 +22,7 @@ from lab import access, revocation
 from lab.engine.errors import KafkaError
 from lab.labs import live_of, on_workers
 from lab.models import Lab
+from lab.relay import relay
 from lab.remote import RemotePage
 from lab.runtime.broadcast import broadcaster, group_name
 from lab.runtime.live import LiveLab
@@ -58,6 +59,7 @@ class LabConsumer(AsyncWebsocketConsumer):
     renewing: asyncio.Task[None] | None = None
     group: str | None = None
     user_group: str | None = None
+    relayed = False  # the lab's frames come through lab.relay (a lab on a worker), not its group
     slug = ""
     user_pk = 0
     session_key = ""
@@ -87,7 +89,11 @@ class LabConsumer(AsyncWebsocketConsumer):
         self.user_pk = user.pk
         self.group = group_name(slug)
         self.user_group = revocation.user_group(user.pk)
-        await self.channel_layer.group_add(self.group, self.channel_name)
+        if isinstance(live, RemotePage):  # one copy of each frame for all of this process's pages
+            self.relayed = True
+            await relay.watch(self.channel_layer, self.group, self)
+        else:
+            await self.channel_layer.group_add(self.group, self.channel_name)
         await self.channel_layer.group_add(self.user_group, self.channel_name)
         await self.accept()
         await self._subscribe(live)
@@ -143,9 +149,12 @@ class LabConsumer(AsyncWebsocketConsumer):
         if self.renewing is not None:
             self.renewing.cancel()
             self.renewing = None
-        for group in (self.group, self.user_group):
+        if self.relayed and self.group is not None:
+            await relay.unwatch(self.channel_layer, self.group, self)
+        for group in (None if self.relayed else self.group, self.user_group):
             if group is not None:
                 await self.channel_layer.group_discard(group, self.channel_name)
+        self.relayed = False
         self.group = self.user_group = None
         if self.live is not None:
             self.live.unsubscribe()

@@ -444,6 +444,11 @@ class TemplateRenderer:
         self.slug = slug
         self._lock = threading.Lock()
         self._drawn: dict[str, tuple[tuple[object, ...], str]] = {}
+        # Each partition of a partition log, as last drawn (topic, partition -> inputs, html): a frame
+        # redraws the partitions that changed, not the topic's every one (__consumer_offsets' five
+        # while one group commits to one of them).
+        self._partitions: dict[tuple[str, int], tuple[tuple[object, ...], str]] = {}
+        self.partitions_drawn = 0
 
     def _inputs(self, key: str, views: Mapping[str, object]) -> tuple[object, ...] | None:
         """What fragment ``key`` is drawn from (None: the whole frame, never kept)."""
@@ -470,6 +475,7 @@ class TemplateRenderer:
         if key.startswith("plog:") or key == "plogs":
             index = views.get("plogs")
             ctx["tip"] = index.tip if index is not None else {}  # type: ignore[attr-defined]
+            ctx["draw_partition"] = self.partition
         if key == "clients":
             ctx["stats"] = views.get("client-stats")
         if key == "cluster-map":
@@ -487,6 +493,21 @@ class TemplateRenderer:
         if inputs is not None:
             with self._lock:
                 self._drawn[key] = (inputs, html)
+        return html
+
+    def partition(self, topic: Any, partition: Any, tip: Mapping[str, str]) -> str:
+        """One partition of ``topic``'s log (``live.html#plog-partition``), drawn again only when what
+        it is drawn from changed."""
+        where = (str(topic.topic), int(partition.partition))
+        inputs = (topic.topic, topic.tips, dict(tip), partition)
+        with self._lock:
+            last = self._partitions.get(where)
+        if last is not None and last[0] == inputs:
+            return last[1]
+        html = render_fragment(f"{self.template}#plog-partition", {"t": topic, "p": partition, "tip": tip})
+        with self._lock:
+            self._partitions[where] = (inputs, html)
+            self.partitions_drawn += 1
         return html
 
     def draw(self, key: str, views: Mapping[str, object]) -> str:

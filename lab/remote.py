@@ -13,7 +13,6 @@ web processes can sit behind any balancer without sticky sessions.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import threading
 from collections.abc import Mapping
@@ -104,7 +103,9 @@ class NoViews:
 class RemoteLab:
     """A lab run by a lab worker, as the web code sees it."""
 
-    def __init__(self, slug: str, status: dict[str, Any]) -> None:
+    def __init__(self, slug: str, status: dict[str, Any] | None) -> None:
+        """``status`` as the owner last told it; None for a lab not asked yet, whose status comes
+        with the answer to its first command (``act``): the API asks once, not twice."""
         self.slug = slug
         self.group = group_name(slug)
         self.renderer = None
@@ -112,7 +113,8 @@ class RemoteLab:
         # The owner answers commands once the lab runs (they wait while it starts): nothing to wait for here.
         self.ready: Future[None] = Future()
         self.ready.set_result(None)
-        self._take(status)
+        if status is not None:
+            self._take(status)
 
     def _take(self, status: dict[str, Any]) -> None:
         self.state: str = status["state"]
@@ -146,6 +148,8 @@ class RemoteLab:
         future: Future[Any] = Future()
 
         def done(f: Future[Any]) -> None:
+            if future.cancelled():  # the caller gave up first (lab.api.driver.run's own deadline)
+                return
             error = f.exception()
             if error is not None:
                 future.set_exception(error)
@@ -200,15 +204,6 @@ class RemotePage:
 
     def unsubscribe(self) -> None:
         tell(self.slug, "unsubscribe", channel=self.channel)
-
-
-async def aremote_lab(slug: str, why: str = "a page or an API call") -> RemoteLab:
-    """``remote_lab`` for async code: the answer is awaited, no thread waits for it."""
-    timeout_s = float(settings.LAB_WORKER_TIMEOUT_S)
-    # The owner's name may need a ZooKeeper read (lab.runtime.ownership.Owners): off the event loop.
-    answer = await asyncio.to_thread(ask, slug, "wake", timeout_s, why=why)
-    status = await asyncio.wrap_future(answer)  # the courier fails it with TimeoutError in time
-    return RemoteLab(slug, status)
 
 
 def remote_lab(slug: str, why: str = "a page or an API call") -> RemoteLab:

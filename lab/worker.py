@@ -185,7 +185,7 @@ class Worker:
             self.moved[slug] = text
             live.submit(lambda running: running.cluster.journal.record("lab_moved", text))
             # Pages that watched it subscribed on the worker that died: they subscribe again here.
-            self.courier.group_send(live.group, {"type": MOVED, "text": text})
+            self.courier.group_send(live.group, {"type": MOVED, "group": live.group, "text": text})
         return live
 
     def running(self, slug: str) -> Any:

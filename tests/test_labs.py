@@ -352,3 +352,59 @@ def test_a_lab_deleted_with_its_owners_account_stops_and_its_files_and_ports_go(
     assert live.state == "stopped"
     assert not data_dir.exists()
     assert not LabPort.objects.exists()
+
+
+def _views(c: Any) -> dict[str, Any]:
+    from lab.visuals.clock import LabStatus
+    from lab.visuals.frame import FrameInputs, build
+
+    return build(
+        FrameInputs(
+            snapshot=c.snapshot(),
+            config=dict(c.config.values),
+            events=tuple(c.events(0)),
+            rebalances=(),
+            tree=None,
+            tree_previous=None,
+            tree_error=None,
+            samples=(),
+            rate=1.0,
+            paused=False,
+            status=LabStatus(
+                state="running", store="memory", zookeeper="", chroot="/t", error="", fallback_reason=""
+            ),
+            simulated_clients=True,
+        )
+    )
+
+
+def test_a_frame_draws_again_only_the_partitions_that_changed() -> None:
+    # A busy topic's every partition changes every frame; __consumer_offsets' one a group commits to
+    # does, the other four do not: drawing those again was a third of a class's frames.
+    from lab.engine import Cluster
+
+    c = Cluster.create(brokers=3, seed=7)
+    try:
+        c.create_topic("orders", partitions=3, replication_factor=3)
+        producer = c.producer(acks="all")
+        producer.send("orders", b"first", partition=0)
+        producer.flush()
+        c.run_for(1_000)
+        renderer = labs.TemplateRenderer("t")
+        before = _views(c)
+        first = renderer.fragment(plog_key("orders"), before)
+        assert renderer.partitions_drawn == 3
+        producer.send("orders", b"second", partition=1)
+        producer.flush()
+        c.run_for(1_000)
+        after = _views(c)
+    finally:
+        c.close()
+    assert after[plog_key("orders")] != before[plog_key("orders")]
+    drawn = renderer.fragment(plog_key("orders"), after)
+    assert renderer.partitions_drawn == 4  # partition 1, alone
+    # The page gets what a drawing from scratch gives, the partitions kept and the one drawn again.
+    assert drawn == labs.TemplateRenderer("t").fragment(plog_key("orders"), after)
+    assert drawn != first
+    assert 'id="plog-orders-1"' in drawn
+    assert drawn.count('class="partition-log"') == 3

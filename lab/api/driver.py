@@ -37,10 +37,13 @@ async def lab_for(request: HttpRequest, slug: str, *, act: bool = False) -> Lab:
 
 
 async def live(lab: Lab) -> LiveLab:
-    if on_workers():  # the owner's answer is awaited here, not by a thread of the loop's few
+    """The lab to ``run`` a command on. A lab on a worker is not asked anything yet: the command's
+    answer brings its status (one round trip to its owner, not a wake and then the command; the
+    command wakes a sleeping lab, and a lab nobody runs is claimed by the worker it reaches)."""
+    if on_workers():
         from lab import remote
 
-        return await remote.aremote_lab(lab.slug)  # type: ignore[return-value]
+        return remote.RemoteLab(lab.slug, None)  # type: ignore[return-value]
     return await asyncio.to_thread(live_of, lab)
 
 
@@ -54,14 +57,19 @@ async def run(
 ) -> Any:
     """Command ``name`` with ``args`` on the lab; its answer, its KafkaError as ``Refused`` (the cluster's
     answer: 404 or 409, never 400), or LabTimeout (504)."""
-    future = live_lab.act(name, dict(args or {}), by=by)
+    if isinstance(live_lab, LiveLab):
+        future = live_lab.act(name, dict(args or {}), by=by)
+    else:  # finding a worker's channel may read ZooKeeper (lab.runtime.ownership.Owners): off the loop
+        future = await asyncio.to_thread(live_lab.act, name, dict(args or {}), by=by)
     if future.done() and isinstance(future.exception(), KafkaError):
         raise future.exception()  # type: ignore[misc]  # refused where it arrived: bad input, a 400
     try:
         result = await asyncio.wait_for(asyncio.wrap_future(future), timeout_s)
-    except TimeoutError:
+    except TimeoutError as error:
         future.cancel()
-        raise LabTimeout(f"lab {live_lab.slug} did not answer within {timeout_s:g} s") from None
+        # The lab's worker's own deadline (LAB_WORKER_TIMEOUT_S) says so; this one's says nothing.
+        said = str(error) or f"lab {live_lab.slug} did not answer within {timeout_s:g} s"
+        raise LabTimeout(said) from None
     except KafkaError as error:
         raise Refused(error) from error
     return result

@@ -21,10 +21,19 @@ process gets at most one core (the GIL), so the labs fit until the busiest proce
 the machine's cores are full, whichever comes first:
 ``labs * min(1 / busiest_process_cpu, cores / server_cpu) / cores``. The last line
 (``classroom_scaling``) is WORKERS=2's over WORKERS=1's, both measured in this run.
+
+Options (``python -m lab.bench classroom --help``), for looking into a run rather than reporting it:
+``--labs N`` and ``--duration S`` (a smaller class, a shorter window), ``--workers 2`` (one WORKERS
+value; the scaling line needs 1 and 2), ``--no-alone`` (the idle lab's figures are not measured:
+null), and ``--profile DIR``: py-spy (``pip install -e '.[profile]'``) samples every server process through
+the window, each into ``DIR/workers<N>-<process>.txt`` (collapsed stacks, one thread's name first),
+and ``DIR/workers<N>-top.txt`` lists the functions that took the most samples, by process (the
+server's and its workers' logs are kept there too).
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import os
@@ -196,6 +205,7 @@ async def _running(port: int, made: Class) -> None:
 class Seen:
     frames_ms: list[float] = field(default_factory=list)
     api_ms: list[float] = field(default_factory=list)
+    api_failed: dict[str, int] = field(default_factory=dict)  # answers other than 200, by status
     handshakes_ok: int = 0
 
 
@@ -224,8 +234,11 @@ async def _ask(port: int, made: Class, window: dict[str, float], seen: Seen, n: 
         n += API_CLIENTS
         began = time.monotonic()
         status, _ = await get(port, f"/api/labs/{slug}", made.token)
-        if status == 200 and time.time() >= window["start"]:
-            seen.api_ms.append((time.monotonic() - began) * 1000)
+        if time.time() >= window["start"]:
+            if status == 200:
+                seen.api_ms.append((time.monotonic() - began) * 1000)
+            else:  # not a figure, but said: a 504 is a request that waited too
+                seen.api_failed[str(status)] = seen.api_failed.get(str(status), 0) + 1
         await asyncio.sleep(API_PAUSE_S)
 
 
@@ -254,7 +267,125 @@ async def _class(port: int, made: Class, duration_s: float) -> tuple[Seen, int, 
     return seen, len(opening), duration_s
 
 
-def _one(workers: int, labs: int, duration_s: float) -> dict[str, Any]:
+def _process_name(pid: int, server: int) -> str:
+    """``web``, ``worker1``, ...: who a server process is, for its profile's file name."""
+    if pid == server:
+        return "web"
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return str(pid)
+    if b"lab.worker" in argv and b"--name" in argv:
+        return f"worker{argv[argv.index(b'--name') + 1].decode()}"
+    return f"{command_name(pid)}-{pid}"
+
+
+def _py_spy() -> str | None:
+    beside = Path(sys.executable).with_name("py-spy")
+    return str(beside) if beside.exists() else shutil.which("py-spy")
+
+
+def _profile(
+    py_spy: str, pids: list[int], server: int, duration_s: float, out: Path, workers: int
+) -> list[subprocess.Popen[bytes]]:
+    """py-spy samples each of ``pids`` for ``duration_s`` (without stopping it: ``--nonblocking``)."""
+    out.mkdir(parents=True, exist_ok=True)
+    samplers = []
+    for pid in pids:
+        path = out / f"workers{workers}-{_process_name(pid, server)}.txt"
+        samplers.append(
+            subprocess.Popen(
+                [
+                    py_spy,
+                    "record",
+                    "--pid",
+                    str(pid),
+                    "--duration",
+                    str(max(1, round(duration_s))),
+                    "--rate",
+                    "50",
+                    "--nonblocking",
+                    "--gil",
+                    "--threads",
+                    "--format",
+                    "raw",
+                    "--output",
+                    str(path),
+                ],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+        )
+    return samplers
+
+
+# Where a thread waits (no CPU): a sample ending in one of these is left out.
+WAITING = (
+    "Condition.wait ",
+    "EpollSelector.select ",
+    "Event.wait ",
+    "Thread.join ",
+    "sleep ",
+    "_worker (concurrent/futures/thread.py:81)",
+)
+
+
+def _samples(collapsed: str) -> list[tuple[list[str], int]]:
+    """py-spy's collapsed stacks (``thread;frame;frame;... count``) less the waiting ones."""
+    out = []
+    for line in collapsed.splitlines():
+        stack, _, count_text = line.rpartition(" ")
+        if not stack or not count_text.isdigit():
+            continue
+        frames = stack.strip().split(";")
+        if frames[-1].startswith(WAITING):
+            continue
+        out.append((frames, int(count_text)))
+    return out
+
+
+def top_entries(collapsed: str, n: int = 25) -> list[tuple[str, float, float]]:
+    """(function, share of samples it was running in (self), share it was on the stack (total)), the
+    first ``n`` by total, from py-spy's collapsed stacks (waiting left out)."""
+    own: dict[str, int] = {}
+    total: dict[str, int] = {}
+    samples = 0
+    for frames, count in _samples(collapsed):
+        samples += count
+        for frame in set(frames[1:]):  # the first is the thread
+            total[frame] = total.get(frame, 0) + count
+        own[frames[-1]] = own.get(frames[-1], 0) + count
+    ranked = sorted(total, key=lambda f: -total[f])[:n]
+    return [(f, own.get(f, 0) / samples, total[f] / samples) for f in ranked] if samples else []
+
+
+def thread_shares(collapsed: str) -> list[tuple[str, float]]:
+    """Each thread's share of the samples (drivers ``lab-<slug>`` summed as ``lab-*``)."""
+    counts: dict[str, int] = {}
+    for frames, count in _samples(collapsed):
+        thread = frames[0].strip()
+        name = thread.partition("): ")[2] or thread
+        for prefix in ("lab-", "zk-proxy-", "ThreadPoolExecutor-", "asyncio_", "Thread-"):
+            name = prefix + "*" if name.startswith(prefix) else name
+        counts[name] = counts.get(name, 0) + count
+    samples = sum(counts.values()) or 1
+    return sorted(((t, c / samples) for t, c in counts.items()), key=lambda tc: -tc[1])
+
+
+def _summarise_profiles(out: Path, workers: int) -> None:
+    lines = []
+    for path in sorted(out.glob(f"workers{workers}-*.txt")):
+        if path.name.endswith("-top.txt"):
+            continue
+        collapsed = path.read_text(errors="replace")
+        lines.append(f"== {path.stem}: {sum(c for _, c in _samples(collapsed))} samples; threads")
+        lines += [f"  {share:6.1%}  {thread}" for thread, share in thread_shares(collapsed)]
+        lines.append(f"== {path.stem}: functions (self, total)")
+        lines += [f"  {mine:6.1%} {whole:6.1%}  {frame}" for frame, mine, whole in top_entries(collapsed)]
+    (out / f"workers{workers}-top.txt").write_text("\n".join(lines) + "\n")
+
+
+def _one(workers: int, labs: int, duration_s: float, profile: Path | None = None) -> dict[str, Any]:
     data_dir = Path(tempfile.mkdtemp(prefix=f"kafka-lab-bench-class{workers}-"))
     server: subprocess.Popen[bytes] | None = None
     script = (
@@ -280,14 +411,30 @@ def _one(workers: int, labs: int, duration_s: float) -> dict[str, Any]:
         asyncio.run(_running(port, made))
         started_s = time.monotonic() - t0
         pids = _lab_processes(server)
+        samplers: list[subprocess.Popen[bytes]] = []
+        py_spy = _py_spy() if profile is not None else None
+        if profile is not None and py_spy is None:
+            print(
+                "--profile: py-spy is not installed (pip install py-spy); no profile taken", file=sys.stderr
+            )
         cpu0, wall0, client0 = _usage(pids), time.monotonic(), time.process_time()
+        if profile is not None and py_spy is not None:
+            # From the handshakes to the window's end (its warm-up and the class opening included).
+            samplers = _profile(py_spy, pids, server.pid, duration_s + WARM_UP_S, profile, workers)
         seen, attempted, _ = asyncio.run(_class(port, made, duration_s))
         cpu1, wall = _usage(pids), time.monotonic() - wall0
+        for sampler in samplers:
+            sampler.wait(60)
+        if samplers and profile is not None:
+            _summarise_profiles(profile, workers)
         client_cpu = (time.process_time() - client0) / wall
         rss = sum(rss_mb(p) for p in _lab_processes(server))  # after the window: logs and journals have grown
     finally:
         if server is not None:
             _stop(server)
+        if profile is not None:  # the server's and its workers' logs go with the profiles
+            for log in [*data_dir.glob("serve-*.log"), *data_dir.glob("**/workers/*.log")]:
+                shutil.copy(log, profile / f"workers{workers}-{log.name}")
         shutil.rmtree(data_dir, ignore_errors=True)
     per_process = [(cpu1[p] - cpu0[p]) / wall for p in cpu1 if p in cpu0]
     server_cpu = sum(per_process)
@@ -305,6 +452,7 @@ def _one(workers: int, labs: int, duration_s: float) -> dict[str, Any]:
         "api_p50_ms": round(percentile(seen.api_ms, 50), 1),
         "api_p99_ms": round(percentile(seen.api_ms, 99), 1),
         "api_requests": len(seen.api_ms),
+        "api_failed": seen.api_failed,
         "frame_p50_ms": round(percentile(seen.frames_ms, 50), 1),
         "frame_p99_ms": round(percentile(seen.frames_ms, 99), 1),
         "frames": len(seen.frames_ms),
@@ -322,7 +470,7 @@ def _one(workers: int, labs: int, duration_s: float) -> dict[str, Any]:
     }
 
 
-def _alone(quick: bool) -> dict[str, float]:
+def _alone(quick: bool) -> dict[str, float | None]:
     """One watched idle lab and one sleeping lab, measured alone (``lab.bench.idle``, on ZooKeeper)."""
     from lab.bench import idle
 
@@ -340,13 +488,43 @@ def _alone(quick: bool) -> dict[str, float]:
     }
 
 
-def main(quick: bool = False) -> None:
-    labs = QUICK_LABS if quick else LABS
-    duration_s = QUICK_DURATION_S if quick else DURATION_S
-    alone = _alone(quick)
-    lines = [{**_one(workers, labs, duration_s), **alone} for workers in WORKERS]
+def options(argv: list[str], quick: bool) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m lab.bench classroom", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument(
+        "--labs", type=int, default=QUICK_LABS if quick else LABS, help="students (each a lab)"
+    )
+    parser.add_argument(
+        "--duration", type=float, default=QUICK_DURATION_S if quick else DURATION_S, help="the window, s"
+    )
+    parser.add_argument(
+        "--workers", default=",".join(map(str, WORKERS)), help="WORKERS values, comma-separated (1,2)"
+    )
+    parser.add_argument("--no-alone", action="store_true", help="skip the idle lab's figures (null)")
+    parser.add_argument("--profile", type=Path, help="py-spy profiles of the server's processes go here")
+    args = parser.parse_args(argv)
+    if args.labs < 1 or args.duration <= 0:
+        parser.error("--labs is at least 1 and --duration more than 0")
+    try:
+        args.workers = tuple(int(w) for w in args.workers.split(","))
+    except ValueError:
+        parser.error(f"--workers is a comma-separated list of numbers, not {args.workers!r}")
+    if not args.workers or min(args.workers) < 1:
+        parser.error("--workers: each value at least 1 (WORKERS=0 runs no worker)")
+    return args
+
+
+def main(quick: bool = False, argv: list[str] | None = None) -> None:
+    args = options(argv or [], quick)
+    alone: dict[str, float | None] = (
+        {"cpu_per_idle_watched_lab": None, "cpu_per_sleeping_lab": None} if args.no_alone else _alone(quick)
+    )
+    lines = [{**_one(workers, args.labs, args.duration, args.profile), **alone} for workers in args.workers]
     for line in lines:
         print(json.dumps(line), flush=True)
+    if len(lines) < 2:
+        return  # no scaling without both WORKERS values
     one, two = lines[0]["labs_per_core"], lines[-1]["labs_per_core"]
     print(
         json.dumps(

@@ -12,6 +12,12 @@ sessions, groups, topics, configs), every replica's offsets, leader and ISR, the
 and faults, the clients' counters, the groups' members, the coordinators' transactions (an open
 one's timeout in whole seconds), the losses, the messages in flight, and
 the sessions the server no longer hears (their countdown is drawn from the snapshot).
+
+``tree_key`` is the same for what the lab writes to ZooKeeper: brokers, sessions, leaders, ISRs and
+the journal (topics, configs, elections, groups coming and going), not the offsets and counters a
+record moves. The driver reads the ZooKeeper tree again when it moved: a lab whose producers write
+records but nothing else happens reads the tree every ``TREE_QUIET_INTERVAL_S``, not every second
+(``tests/runtime/test_changes.py`` checks it against the tree read from the store).
 """
 
 from __future__ import annotations
@@ -89,3 +95,36 @@ def _session(session: Any) -> tuple[Any, ...] | None:
     expires_in = session.expires_in_ms
     # A session the server hears has no countdown; one it does not hear is drawn in tenths of a second.
     return (session.session_id, session.state, None if expires_in is None else expires_in // 100)
+
+
+def tree_key(cluster: Cluster) -> tuple[Any, ...]:
+    """Equal for two moments between which the lab wrote nothing to ZooKeeper, nor lost a session's
+    ephemeral znodes: ``state_key`` without what records move (offsets, clients' counters, messages in
+    flight) and without a session's countdown (only whether the server still hears it)."""
+    brokers = []
+    for broker_id, broker in cluster.brokers.items():
+        replicas = tuple((tp, p.leader, p.leader_epoch, p.isr) for tp, p in broker.partitions.items())
+        groups = tuple(
+            (group_id, group.state, group.generation, tuple(group.members))
+            for group_id, group in broker.groups.groups.items()
+        )
+        brokers.append(
+            (
+                broker_id,
+                id(broker),
+                broker_state(cluster, broker),
+                broker.broker_epoch,
+                _heard(broker.session),
+                _heard(broker.previous_session),
+                replicas,
+                groups,
+            )
+        )
+    return (cluster.journal.last_seq, tuple(brokers))
+
+
+def _heard(session: Any) -> tuple[Any, ...] | None:
+    if session is None:
+        return None
+    expires_in = session.expires_in_ms
+    return (session.session_id, session.state, expires_in is None, expires_in is not None and expires_in <= 0)

@@ -23,6 +23,8 @@ from collections.abc import Awaitable, Callable
 from concurrent.futures import Future
 from typing import Any
 
+from channels.exceptions import ChannelFull
+
 from lab.engine.errors import KafkaError, from_wire
 
 log = logging.getLogger(__name__)
@@ -180,5 +182,10 @@ def _failed_send(
     if task.cancelled() or task.exception() is None:
         return
     pending.pop(request, None)
+    error = task.exception()
+    if isinstance(error, ChannelFull):  # the worker is that far behind: as if it had not answered
+        error = TimeoutError(
+            "the lab's worker is too busy to take more (its queue is full); try again shortly"
+        )
     if not future.done():
-        future.set_exception(task.exception() or RuntimeError("send failed"))
+        future.set_exception(error or RuntimeError("send failed"))

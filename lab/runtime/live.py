@@ -36,7 +36,7 @@ from lab.engine.scram import ScramCredential
 from lab.engine.tasks import Pending
 from lab.runtime import actions, tls
 from lab.runtime.broadcast import Broadcaster, broadcaster, group_name
-from lab.runtime.changes import state_key
+from lab.runtime.changes import state_key, tree_key
 from lab.runtime.clock import LabClock
 from lab.runtime.journal import CommandJournal
 from lab.runtime.listeners import Listeners
@@ -224,7 +224,8 @@ class LiveLab:
         self._tree_error: str | None = None
         self._tree_at = -math.inf
         self._tree_reading: Pending[list[dict[str, Any]]] | None = None  # a read in flight
-        self._tree_key: object = None  # lab.runtime.changes' key when the tree was last read
+        self._tree_key: object = None  # lab.runtime.changes.tree_key when the tree last read began
+        self._tree_reading_key: object = None
         self._tree_checked_at = -math.inf
         self._last_publish = 0.0
         self._frame_cost_s = 0.0  # what the last frames cost the driver's thread (a moving average)
@@ -973,9 +974,10 @@ class LiveLab:
         cluster.run_until(target, pace=False)
 
     def _maybe_poll_tree(self) -> None:
-        """About once a second, when the lab's state moved since the last read (or every
-        TREE_QUIET_INTERVAL_S), ask for the ZooKeeper tree, and take it when it has arrived: a slow
-        ZooKeeper holds up the tree, never the driver (one read at a time)."""
+        """About once a second, when what the lab writes to ZooKeeper moved since the last read
+        (``lab.runtime.changes.tree_key``: records do not move it) or every TREE_QUIET_INTERVAL_S, ask
+        for the ZooKeeper tree, and take it when it has arrived: a slow ZooKeeper holds up the tree,
+        never the driver (one read at a time)."""
         cluster = self._cluster
         assert cluster is not None
         reading = self._tree_reading
@@ -992,9 +994,10 @@ class LiveLab:
         if now - max(self._tree_at, self._tree_checked_at) < self.tree_interval_s:
             return
         self._tree_checked_at = now
-        if state_key(cluster) == self._tree_key and now - self._tree_at < TREE_QUIET_INTERVAL_S:
-            return  # nothing the lab did can have changed the tree: no reads of every znode
+        if tree_key(cluster) == self._tree_key and now - self._tree_at < TREE_QUIET_INTERVAL_S:
+            return  # nothing the lab did can have changed the tree (records may have): no reads of every znode
         self._tree_at = now
+        self._tree_reading_key = tree_key(cluster)  # what a change during the read must differ from
         try:
             self._tree_reading = cluster.begin_zookeeper_tree()
         except KafkaError as error:
@@ -1008,7 +1011,9 @@ class LiveLab:
         tree = reading.result()
         self._tree_error = None
         # A changed tree is read once more a poll later, so its "new" and "gone" marks last one poll.
-        self._tree_key = None if tree != self._tree or self._tree_prev != self._tree else state_key(cluster)
+        self._tree_key = (
+            None if tree != self._tree or self._tree_prev != self._tree else self._tree_reading_key
+        )
         if tree != self._tree:
             self._tree_prev, self._tree = self._tree, tree
         elif self._tree_prev != self._tree:
@@ -1159,7 +1164,15 @@ class LiveLab:
         if send and self.renderer is not None:
             html = "".join(self.renderer.fragment(k, frame.views) for k in [*changed, "frame"])
             self.broadcast.send(
-                self.group, {"type": "lab.frame", "html": html, "frame": frame.seq, "made_at": meta.made_at}
+                self.group,
+                # ``group``: a web process relays one copy of a frame to its pages of the lab (lab.relay)
+                {
+                    "type": "lab.frame",
+                    "group": self.group,
+                    "html": html,
+                    "frame": frame.seq,
+                    "made_at": meta.made_at,
+                },
             )
 
     # ------------------------------------------------------------------ the home page's registry

@@ -72,3 +72,18 @@ def tenths(value: Any) -> str:
         return str(int(number))
     rounded = number.quantize(Decimal("0.1"), rounding=ROUND_HALF_UP)
     return str(abs(rounded) if rounded == 0 else rounded)  # "0.0", never "-0.0"
+
+
+@register.simple_tag(takes_context=True)
+def plog_partition(context: template.Context, topic: Any, partition: Any) -> SafeString:
+    """One partition of a partition log (``live.html#plog-partition``): through the lab's renderer, which
+    draws it again only when it changed (``lab.labs.TemplateRenderer.partition``), else drawn here."""
+    tip = context.get("tip", {})
+    draw = context.get("draw_partition")
+    if draw is not None:
+        return mark_safe(draw(topic, partition, tip))
+    from lab.labs import render_fragment
+
+    return mark_safe(
+        render_fragment("lab/live.html#plog-partition", {"t": topic, "p": partition, "tip": tip})
+    )

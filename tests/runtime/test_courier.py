@@ -4,6 +4,7 @@ Kafka's errors by class, no answer in time, and groups."""
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -82,3 +83,20 @@ def test_a_group_send_reaches_every_channel_in_the_group(pair: tuple[Courier, Co
     while not got and time.monotonic() < deadline:
         time.sleep(0.02)
     assert got == [{"type": "lab.frame", "html": "<div id=x></div>"}]
+
+
+def test_a_worker_whose_channel_is_full_is_a_timeout_that_says_so(redis: str) -> None:
+    # A worker far behind (its channel holds channels-redis's capacity of messages) takes no more: the
+    # asker hears why at once, as the 504 a person sees, not as a server error.
+    asking = _courier(redis, "asking")
+    busy = RedisChannelLayer(hosts=[{"address": redis, "socket_timeout": 30}], capacity=3)
+    full = f"busy-worker-{uuid.uuid4().hex}"  # its messages expire with channels-redis's expiry
+    try:
+        for _ in range(3):
+            asking.call(busy.send(full, {"type": "lab.command"})).result(5)
+        asking.layer = busy  # the same server, with the small capacity the channel is already at
+        future = asking.request(full, {"type": "lab.command", "op": "status"}, 10)
+        with pytest.raises(TimeoutError, match="the lab's worker is too busy to take more"):
+            future.result(5)
+    finally:
+        asking.close()

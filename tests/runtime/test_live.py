@@ -754,3 +754,43 @@ def test_acls_and_users_a_kafka_client_made_are_kept_as_the_pages_are(tmp_path: 
         assert live.spec.users == {}
     finally:
         live.stop()
+
+
+def test_a_lab_whose_records_flow_reads_the_zookeeper_tree_again_only_when_zookeeper_changed(
+    tmp_path: Path, wall: FakeWall
+) -> None:
+    """Reading the tree reads every znode: a class of busy labs did it every second each, for records,
+    which ZooKeeper never holds. The page's tree still follows a broker that goes."""
+    producer = ClientSpec(kind="producer", name="orders-app", topics=("orders",), rate_per_s=20)
+    live = LiveLab(
+        spec(tmp_path, "busy-tree", clients=(producer,)), zookeeper=None, wall=wall, tree_interval_s=0.01
+    ).start()
+    reads: list[int] = []
+
+    def count_reads(lab: LiveLab) -> None:
+        cluster = lab.cluster
+        read = cluster.begin_zookeeper_tree
+        cluster.begin_zookeeper_tree = lambda root="/": reads.append(1) or read(root)  # type: ignore[method-assign]
+
+    try:
+        live.ready.result(30)
+        live.subscribe()
+        for _ in range(30):  # the lab settles: the tree read, and once more after it changed
+            wall.now += 0.1
+            ticks_later(live, 1)
+        live.submit(count_reads).result(10)
+        offsets = live.act("snapshot", {}).result(10)["topics"]["orders"]
+        for _ in range(40):  # 4 s of records, a tree read due at every tick
+            wall.now += 0.1
+            ticks_later(live, 1)
+        moved = live.act("snapshot", {}).result(10)["topics"]["orders"]
+        assert moved != offsets  # records were written meanwhile
+        assert reads == []
+        live.act("kill", {"broker": "1"}).result(10)
+        for _ in range(8):  # its session expires: its registration goes from ZooKeeper
+            wall.now += 0.5
+            ticks_later(live, 1)
+        live.wait_for_frame(lambda f: "/brokers/ids/1" not in _paths(f) and "/brokers/ids/2" in _paths(f))
+        assert reads
+    finally:
+        live.stop()
