@@ -443,7 +443,7 @@ class TemplateRenderer:
     def __init__(self, slug: str) -> None:
         self.slug = slug
         self._lock = threading.Lock()
-        self._drawn: dict[str, tuple[tuple[object, ...], str]] = {}
+        self._drawn: dict[str, tuple[tuple[object, ...], str, int]] = {}  # inputs, html, frame seq
         # Each partition of a partition log, as last drawn (topic, partition -> inputs, html): a frame
         # redraws the partitions that changed, not the topic's every one (__consumer_offsets' five
         # while one group commits to one of them).
@@ -491,9 +491,22 @@ class TemplateRenderer:
                 return last[1]
         html = self.draw(key, views)
         if inputs is not None:
+            # A page connecting draws the latest frame on its own thread while the lab's draws the next:
+            # the older drawing must not replace the newer one, or the next page draws it again.
+            seq = getattr(views.get("frame"), "seq", 0)
             with self._lock:
-                self._drawn[key] = (inputs, html)
+                last = self._drawn.get(key)
+                if last is None or last[2] <= seq:
+                    self._drawn[key] = (inputs, html, seq)
         return html
+
+    def is_drawn(self, key: str, views: Mapping[str, object]) -> bool:
+        """Whether fragment ``key``'s last drawing is from ``views`` (a frame is drawn after it is
+        published: its "frame" fragment last)."""
+        inputs = self._inputs(key, views)
+        with self._lock:
+            last = self._drawn.get(key)
+        return inputs is not None and last is not None and same_inputs(last[0], inputs)
 
     def partition(self, topic: Any, partition: Any, tip: Mapping[str, str]) -> str:
         """One partition of ``topic``'s log (``live.html#plog-partition``), drawn again only when what

@@ -19,6 +19,7 @@ from lab.models import Lab, LabPort
 from lab.runtime.manager import runtime
 from lab.visuals.frame import plog_key
 from tests.labhelpers import make_lab, make_user
+from tests.processes import wait_until
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("stop_labs")]
 
@@ -165,6 +166,9 @@ def test_a_page_connecting_gets_the_full_state_drawn_only_where_the_frames_did_n
     frame = live.wait_for_frame(lambda f: f.views["clock-time"].paused)  # type: ignore[attr-defined]
     renderer = live.renderer
     assert isinstance(renderer, labs.TemplateRenderer)
+    # The frame is published before the lab's thread draws it for the pages (its "frame" fragment
+    # last): a page connecting in between draws those fragments itself, and so would this test.
+    assert wait_until(lambda: renderer.is_drawn("frame", frame.views), 10)
     drawn: list[str] = []
     draw = renderer.draw
 
@@ -247,7 +251,6 @@ def test_an_acl_or_user_made_without_a_command_is_saved_to_the_row(settings: Set
     page or API call after it: a restarted server or another worker starts the lab with it."""
     from lab.engine.acl import parse_binding
     from lab.runtime.commands.users import credentials
-    from tests.processes import wait_until
 
     settings.LAB_ZOOKEEPER = ""
     lab = make_lab(make_user(), "Kept", topics=[])
