@@ -59,16 +59,19 @@ typecheck: $(STAMP)
 # The suite waits on real processes (ZooKeeper, workers, servers, Chromium) more than it computes, so
 # it runs in two pytest processes (pytest-xdist; a test module stays in one), and the schemathesis
 # module beside the browser tests. Each process starts its own ZooKeeper, Redis and database and takes
-# its labs' ports from a window of its own. pytest exits 5 when it collects nothing; make counts that as
-# the failure it is.
+# its labs' ports from a window of its own. Modules are handed out in the order tests/conftest.py sorts
+# them (the long ones first), not pytest-xdist's (most tests first), so that no long module is left for
+# last while the other process idles. pytest exits 5 when it collects nothing; make counts that as the
+# failure it is.
 TEST_PROCESSES ?= 2
+XDIST := -n $(TEST_PROCESSES) --dist loadfile --no-loadscope-reorder
 
 # The schemathesis module runs in a plain pytest: under pytest-xdist, beside other modules, its
 # per-operation tests collapse into one that checks nothing.
 SCHEMA_TESTS := tests/api/test_schema.py
 
 pytest: $(STAMP)
-	$(VENV)/bin/pytest -m "not browser" -n $(TEST_PROCESSES) --dist loadfile --ignore $(SCHEMA_TESTS) $(PYTEST_ARGS)
+	$(VENV)/bin/pytest -m "not browser" $(XDIST) --ignore $(SCHEMA_TESTS) $(PYTEST_ARGS)
 
 schema-tests: $(STAMP)
 	$(VENV)/bin/pytest $(SCHEMA_TESTS) $(PYTEST_ARGS)
@@ -76,7 +79,7 @@ schema-tests: $(STAMP)
 # Browser tests run in pytest processes of their own: an asyncio test after a sync Playwright test in
 # one process fails.
 browser-tests: $(STAMP)
-	$(VENV)/bin/pytest -m browser -n $(TEST_PROCESSES) --dist loadfile tests/browser $(PYTEST_ARGS)
+	$(VENV)/bin/pytest -m browser $(XDIST) tests/browser $(PYTEST_ARGS)
 
 system-zookeeper:
 	@if [ ! -f $(ZOOKEEPER_JAR) ] || ! command -v java >/dev/null; then \

@@ -19,6 +19,8 @@ from tests.lab_server import LabServer
 from tests.processes import alive, pids_mentioning, wait_until
 from tests.scenarios.helpers import RUNAWAY
 
+pytestmark = pytest.mark.long(80)
+
 
 def _get(url: str) -> str:
     with urllib.request.urlopen(url, timeout=10) as response:

@@ -7,7 +7,11 @@ import math
 import subprocess
 import sys
 
+import pytest
+
 from tests.lab_server import REPO
+
+pytestmark = pytest.mark.long(105)
 
 FIGURES = {
     "api_p50_ms",

@@ -31,6 +31,8 @@ from tests.processes import wait_until
 from tests.walltime import until_done
 from tests.zkoutage import HeldRestart, KillableZooKeeper, kill
 
+pytestmark = pytest.mark.long(55)
+
 FAST = {"zookeeper.session.timeout.ms": "1500"}
 # A quiet lab's driver ticks every QUIET_TICK_S (half a second); tests that count quiet ticks tick
 # ten times as often, which is all they wait for (the ticks, not the pause between them, are checked).
