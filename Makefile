@@ -39,18 +39,20 @@ help:
 	@echo "make run    serve the lab at http://$(HOST):$(PORT) with a managed ZooKeeper (Ctrl-C stops all)"
 	@echo "make run WORKERS=N   the labs run by N worker processes over a managed Redis (default: one per core;"
 	@echo "                     WORKERS=0 runs them in the web process)"
-	@echo "make test   ruff, then mypy, pytest and the browser tests in Chromium side by side"
+	@echo "make test   ruff; mypy beside pytest; then the browser tests in Chromium"
 	@echo "make clean  remove .venv, var/ and caches"
 
 run: system-zookeeper system-redis $(STAMP)
 	$(VENV)/bin/python -m lab.serve --host $(HOST) --port $(PORT) --workers $(WORKERS)
 
-# ruff first (seconds; a style slip fails fast), then everything else at once: the tests wait on real
-# processes more than they compute (each pytest run keeps about one core busy, mypy a core for ~15 s),
-# so on two cores running them side by side takes the longest one's time, not the sum.
+# ruff first (seconds: a style slip fails fast); mypy beside pytest, whose two processes wait on real
+# processes more than they compute; then the browser tests beside the schemathesis module. The browser
+# tests keep a phase of their own: beside the rest, on a loaded two-core machine, their servers took
+# over a minute to start.
 test: system-zookeeper system-redis system-chromium system-postgresql system-kcat $(STAMP)
 	$(MAKE) --no-print-directory lint
-	$(MAKE) --no-print-directory -j4 --output-sync=target typecheck pytest schema-tests browser-tests
+	$(MAKE) --no-print-directory -j2 --output-sync=target typecheck pytest
+	$(MAKE) --no-print-directory -j2 --output-sync=target schema-tests browser-tests
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check
@@ -60,8 +62,8 @@ typecheck: $(STAMP)
 	$(VENV)/bin/mypy
 
 # The suite waits on real processes (ZooKeeper, workers, servers, Chromium) more than it computes, so
-# it runs in two pytest processes (pytest-xdist; a test module stays in one), beside the schemathesis
-# module and the browser tests. Each process starts its own ZooKeeper, Redis and database and takes
+# it runs in two pytest processes (pytest-xdist; a test module stays in one), and the schemathesis
+# module beside the browser tests. Each process starts its own ZooKeeper, Redis and database and takes
 # its labs' ports from a window of its own. Modules are handed out in the order tests/conftest.py sorts
 # them (the long ones first), not pytest-xdist's (most tests first), so that no long module is left for
 # last while the other process idles. pytest exits 5 when it collects nothing; make counts that as the
