@@ -39,14 +39,19 @@ help:
 	@echo "make run    serve the lab at http://$(HOST):$(PORT) with a managed ZooKeeper (Ctrl-C stops all)"
 	@echo "make run WORKERS=N   the labs run by N worker processes over a managed Redis (default: one per core;"
 	@echo "                     WORKERS=0 runs them in the web process)"
-	@echo "make test   ruff, mypy, pytest, then the browser tests in Chromium"
+	@echo "make test   ruff; mypy beside pytest; then the browser tests in Chromium"
 	@echo "make clean  remove .venv, var/ and caches"
 
 run: system-zookeeper system-redis $(STAMP)
 	$(VENV)/bin/python -m lab.serve --host $(HOST) --port $(PORT) --workers $(WORKERS)
 
+# ruff first (seconds: a style slip fails fast); mypy beside pytest, whose two processes wait on real
+# processes more than they compute; then the browser tests beside the schemathesis module. The browser
+# tests keep a phase of their own: beside the rest, on a loaded two-core machine, their servers took
+# over a minute to start.
 test: system-zookeeper system-redis system-chromium system-postgresql system-kcat $(STAMP)
-	$(MAKE) --no-print-directory lint typecheck pytest
+	$(MAKE) --no-print-directory lint
+	$(MAKE) --no-print-directory -j2 --output-sync=target typecheck pytest
 	$(MAKE) --no-print-directory -j2 --output-sync=target schema-tests browser-tests
 
 lint: $(STAMP)
@@ -59,16 +64,19 @@ typecheck: $(STAMP)
 # The suite waits on real processes (ZooKeeper, workers, servers, Chromium) more than it computes, so
 # it runs in two pytest processes (pytest-xdist; a test module stays in one), and the schemathesis
 # module beside the browser tests. Each process starts its own ZooKeeper, Redis and database and takes
-# its labs' ports from a window of its own. pytest exits 5 when it collects nothing; make counts that as
-# the failure it is.
+# its labs' ports from a window of its own. Modules are handed out in the order tests/conftest.py sorts
+# them (the long ones first), not pytest-xdist's (most tests first), so that no long module is left for
+# last while the other process idles. pytest exits 5 when it collects nothing; make counts that as the
+# failure it is.
 TEST_PROCESSES ?= 2
+XDIST := -n $(TEST_PROCESSES) --dist loadfile --no-loadscope-reorder
 
 # The schemathesis module runs in a plain pytest: under pytest-xdist, beside other modules, its
 # per-operation tests collapse into one that checks nothing.
 SCHEMA_TESTS := tests/api/test_schema.py
 
 pytest: $(STAMP)
-	$(VENV)/bin/pytest -m "not browser" -n $(TEST_PROCESSES) --dist loadfile --ignore $(SCHEMA_TESTS) $(PYTEST_ARGS)
+	$(VENV)/bin/pytest -m "not browser" $(XDIST) --ignore $(SCHEMA_TESTS) $(PYTEST_ARGS)
 
 schema-tests: $(STAMP)
 	$(VENV)/bin/pytest $(SCHEMA_TESTS) $(PYTEST_ARGS)
@@ -76,7 +84,7 @@ schema-tests: $(STAMP)
 # Browser tests run in pytest processes of their own: an asyncio test after a sync Playwright test in
 # one process fails.
 browser-tests: $(STAMP)
-	$(VENV)/bin/pytest -m browser -n $(TEST_PROCESSES) --dist loadfile tests/browser $(PYTEST_ARGS)
+	$(VENV)/bin/pytest -m browser $(XDIST) tests/browser $(PYTEST_ARGS)
 
 system-zookeeper:
 	@if [ ! -f $(ZOOKEEPER_JAR) ] || ! command -v java >/dev/null; then \

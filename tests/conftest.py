@@ -12,6 +12,25 @@ from lab.zookeeper_server import ENV_VAR, ManagedZooKeeper
 from tests.zkoutage import HeldRestart, KillableZooKeeper
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Long modules first, longest first; then the rest, most tests first (pytest-xdist's own order).
+
+    `make test` hands whole modules to two processes (``--dist loadfile --no-loadscope-reorder``) in
+    this order, each taking the next when it is nearly done: a long module handed out last would keep
+    one process busy while the other has finished. A module says it is long, and about how long on
+    the 2-core machine, with ``pytestmark = pytest.mark.long(seconds)``. Tests keep their order within
+    a module."""
+    counts: dict[Path, int] = {}
+    seconds: dict[Path, float] = {}
+    for item in items:
+        counts[item.path] = counts.get(item.path, 0) + 1
+        marker = item.get_closest_marker("long")
+        if marker is not None:
+            seconds[item.path] = float(marker.args[0])
+    items.sort(key=lambda item: (-seconds.get(item.path, 0.0), -counts[item.path]))
+
+
 @pytest.fixture(scope="session")
 def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The hosts string ("127.0.0.1:port") of one real ZooKeeper for the whole session.

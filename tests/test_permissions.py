@@ -40,7 +40,7 @@ from lab.urls import websocket_urlpatterns
 from tests.api.helpers import Api
 from tests.labhelpers import make_lab, make_user
 
-pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("stop_labs")]
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("stop_labs"), pytest.mark.long(40)]
 
 PUBLIC = "public"  # anyone, logged in or not
 LOGIN = "login"  # any logged-in person

@@ -23,7 +23,7 @@ import pytest
 from tests.postgres_server import DATABASE, ManagedPostgres
 from tests.processes import alive, group_members, wait_until
 
-pytestmark = pytest.mark.postgresql
+pytestmark = [pytest.mark.postgresql, pytest.mark.long(30)]
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -19,6 +19,8 @@ from tests.lab_server import LabServer
 from tests.processes import alive, pids_mentioning, wait_until
 from tests.scenarios.helpers import RUNAWAY
 
+pytestmark = pytest.mark.long(80)
+
 
 def _get(url: str) -> str:
     with urllib.request.urlopen(url, timeout=10) as response:
@@ -187,6 +189,16 @@ def test_make_run_for_a_class_serves_with_debug_off_a_kept_secret_and_friendly_p
     assert "Traceback" not in server.output()
 
 
+def _accepts(hostport: str) -> bool:
+    """Something listens at ``host:port``."""
+    host, _, port = hostport.rpartition(":")
+    try:
+        with socket.create_connection((host, int(port)), timeout=2):
+            return True
+    except OSError:
+        return False
+
+
 def _bootstrap(output: str) -> str:
     found = re.search(r"Kafka clients: the demo lab's bootstrap.servers=(\S+)", output)
     assert found, output
@@ -207,6 +219,9 @@ def test_make_run_for_a_class_advertises_brokers_at_the_address_students_reach(
         bootstrap = _bootstrap(server.output())
         assert [b.rpartition(":")[0] for b in bootstrap.split(",")] == [address] * 3
         assert f"on 0.0.0.0, advertised as {address}" in server.output()
+        # The site answers once the demo lab is started, not once its brokers listen: under load the
+        # listeners opened a moment later, and kafka-python gave up on the refused ports after 2 s.
+        assert wait_until(lambda: all(_accepts(b) for b in bootstrap.split(",")), 60), server.output()
         consumer = KafkaConsumer(bootstrap_servers=bootstrap, request_timeout_ms=20_000)
         try:
             assert "orders" in consumer.topics()

@@ -23,6 +23,8 @@ from lab.runtime.ownership import Ownership
 from tests.lab_server import REPO, LabServer
 from tests.processes import alive, wait_until
 
+pytestmark = pytest.mark.long(210)
+
 
 @pytest.fixture
 def kazoo(zookeeper: str) -> Iterator[KazooClient]:

@@ -7,9 +7,13 @@ import os
 import signal
 from pathlib import Path
 
+import pytest
+
 from lab.runtime.ownership import Ownership
 from lab.worker_pool import WorkerPool
 from tests.processes import alive, wait_until
+
+pytestmark = pytest.mark.long(21)
 
 
 def test_workers_register_come_back_after_a_kill_and_stop_with_the_pool(

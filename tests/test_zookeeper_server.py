@@ -34,6 +34,8 @@ from lab.zookeeper_server import (
 )
 from tests.processes import alive, group_members, pids_mentioning, state, wait_until
 
+pytestmark = pytest.mark.long(22)
+
 REPO = Path(__file__).resolve().parent.parent
 
 

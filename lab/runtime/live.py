@@ -138,6 +138,7 @@ class LiveLab:
         tick_s: float = 0.02,
         publish_interval_s: float = 0.1,
         tree_interval_s: float = 1.0,
+        quiet_tick_s: float = QUIET_TICK_S,
         wall: Callable[[], float] = time.monotonic,
         listen: Listen | None = None,
         sleep_after_s: float | None = SLEEP_AFTER_S,
@@ -155,6 +156,7 @@ class LiveLab:
         self.tick_s = tick_s
         self.publish_interval_s = publish_interval_s
         self.tree_interval_s = tree_interval_s
+        self.quiet_tick_s = quiet_tick_s
         self.clock = LabClock(rate=spec.rate, wall=wall)
         # Sleeping (lab.runtime.sleep): None never sleeps. ``_nudged`` says why someone needs the
         # lab (set from any thread under ``_cond``); the driver reads the rest.
@@ -628,9 +630,10 @@ class LiveLab:
         """How long the driver waits for its next tick (what anyone sends wakes it sooner).
 
         A busy lab ticks every ``tick_s``, and no later than its next frame slot. A quiet one (its key
-        did not move in the last slot) every ``QUIET_TICK_S``: the brokers' routine (followers' empty
-        fetches, checkpoints) runs in one batch instead of one per slot, and a change the engine's
-        own timers make (an ISR shrinking, a group's member expiring) shows at the tick after. A
+        did not move in the last slot) every ``quiet_tick_s`` (``QUIET_TICK_S``): the brokers' routine
+        (followers' empty fetches, checkpoints) runs in one batch instead of one per slot, and a change
+        the engine's own timers make (an ISR shrinking, a group's member expiring) shows at the tick
+        after. A
         fast clock ticks as often as it takes for a tick to run at most half of ``MAX_FRAME_MS``.
         A connected client, an awaited answer or a busy extension are never quiet: their timers
         are not frames, and they tick every ``tick_s``. A lab busy by itself (its simulated clients)
@@ -640,7 +643,7 @@ class LiveLab:
         ticking = self._ticking()
         if self._quiet and not ticking:
             rate = self.clock.effective_rate
-            return QUIET_TICK_S if rate <= 0 else min(QUIET_TICK_S, MAX_FRAME_MS / 2 / 1000 / rate)
+            return self.quiet_tick_s if rate <= 0 else min(self.quiet_tick_s, MAX_FRAME_MS / 2 / 1000 / rate)
         due = self._last_publish + self._frame_interval() - time.monotonic()
         step = self.tick_s if ticking else max(self.tick_s, self.publish_interval_s)
         return max(0.0, min(step, due))

@@ -13,6 +13,8 @@ from lab.bench import classroom
 from lab.bench.__main__ import main as bench_main
 from tests.lab_server import REPO
 
+pytestmark = pytest.mark.long(105)
+
 FIGURES = {
     "api_p50_ms",
     "api_p99_ms",

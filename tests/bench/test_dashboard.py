@@ -7,7 +7,11 @@ import math
 import subprocess
 import sys
 
+import pytest
+
 from tests.lab_server import REPO
+
+pytestmark = pytest.mark.long(30)
 
 FIGURES = {
     "p50_ms",

@@ -7,7 +7,11 @@ import math
 import subprocess
 import sys
 
+import pytest
+
 from tests.lab_server import REPO
+
+pytestmark = pytest.mark.long(45)
 
 
 def test_quick_run_prints_the_idle_figures_of_both_stores_each_with_its_baseline() -> None:

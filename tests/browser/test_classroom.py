@@ -12,10 +12,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from tests.browser.helpers import log_in, new_lab
 from tests.lab_server import REPO, LabServer
+
+pytestmark = pytest.mark.long(135)
 
 # Every control a viewer could press, if the page showed it.
 CONTROLS = ".lab .act button, .lab .control-form, .lab .clock-controls button, .lab .player-controls button"

@@ -22,6 +22,8 @@ from tests.browser.helpers import log_in
 from tests.lab_server import REPO, LabServer
 from tests.processes import wait_until
 
+pytestmark = pytest.mark.long(70)
+
 VIEWPORTS = {"phone": (390, 844), "laptop": (1440, 900)}
 STYLESHEET = (REPO / "lab" / "static" / "lab.css").read_text()
 EMPTY = re.compile(

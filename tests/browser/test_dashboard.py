@@ -9,10 +9,13 @@ import re
 import time
 from pathlib import Path
 
+import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from tests.browser.helpers import create_topic, log_in, new_lab
 from tests.lab_server import LabServer
+
+pytestmark = pytest.mark.long(240)
 
 # Every page of the lab shows the three HW/LEO rows of a partition's replicas in sync.
 IN_SYNC = """({topic, total: expected}) => {

@@ -14,6 +14,8 @@ from playwright.sync_api import Browser, Page, expect
 from tests.browser.helpers import log_in
 from tests.lab_server import LabServer
 
+pytestmark = pytest.mark.long(90)
+
 LABS = 10
 RECORDS = 3
 

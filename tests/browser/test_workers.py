@@ -9,6 +9,7 @@ import signal
 import time
 from pathlib import Path
 
+import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from playwright.sync_api import Page, expect
 
@@ -16,6 +17,8 @@ from lab.runtime.ownership import Ownership
 from tests.browser.helpers import log_in
 from tests.lab_server import LabServer
 from tests.processes import alive, wait_until
+
+pytestmark = pytest.mark.long(70)
 
 RECORDS = 200
 

@@ -9,6 +9,8 @@ from typing import Any
 from lab.runtime.live import LiveLab
 from lab.runtime.spec import LabSpec
 
+QUIET_TICK_S_UNDER_TEST = 0.05
+
 
 class FakeWall:
     """A wall clock the test moves, so the lab's virtual time moves only when the test says."""
@@ -31,7 +33,10 @@ def live_lab(tmp_path: Path, slug: str, *, wall: Any = None, **kw: Any) -> LiveL
     fields.update(kw)
     options: dict[str, Any] = {"tree_interval_s": 3600}
     if wall is not None:
+        # The test moves the lab's time (tests.walltime.advance waits for the driver's ticks at each
+        # step): a quiet lab ticks every 50 ms instead of QUIET_TICK_S, which is all the test waits for.
         options["wall"] = wall
+        options["quiet_tick_s"] = QUIET_TICK_S_UNDER_TEST
     live = LiveLab(LabSpec(**fields), zookeeper=None, **options).start()
     live.ready.result(30)
     assert live.state == "running", live.error

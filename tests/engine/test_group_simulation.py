@@ -17,6 +17,8 @@ from lab.engine.invariants import InvariantChecker, InvariantViolation
 from lab.engine.membership import GroupConsumer
 from lab.engine.simclients import SimulatedConsumer
 
+pytestmark = pytest.mark.long(130)
+
 
 def check_single_owner(c: Cluster) -> None:
     owners: dict[tuple[str, int, object], str] = {}

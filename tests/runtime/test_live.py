@@ -31,7 +31,12 @@ from tests.processes import wait_until
 from tests.walltime import until_done
 from tests.zkoutage import HeldRestart, KillableZooKeeper, kill
 
+pytestmark = pytest.mark.long(55)
+
 FAST = {"zookeeper.session.timeout.ms": "1500"}
+# A quiet lab's driver ticks every QUIET_TICK_S (half a second); tests that count quiet ticks tick
+# ten times as often, which is all they wait for (the ticks, not the pause between them, are checked).
+QUIET_TICK_S_HERE = 0.05
 
 
 class FakeWall:
@@ -65,7 +70,9 @@ def wall() -> FakeWall:
 @pytest.fixture
 def lab(tmp_path: Path, wall: FakeWall) -> Iterator[LiveLab]:
     # Reading the tree takes a few of the lab's ms on the memory store: read it once, before the test.
-    live = LiveLab(spec(tmp_path), zookeeper=None, wall=wall, tree_interval_s=3600).start()
+    live = LiveLab(
+        spec(tmp_path), zookeeper=None, wall=wall, tree_interval_s=3600, quiet_tick_s=QUIET_TICK_S_HERE
+    ).start()
     live.ready.result(30)
     assert live.state == "running", live.error
     wall.now += 0.1
@@ -207,7 +214,13 @@ def test_frames_are_coalesced_and_unchanged_views_are_not_sent(tmp_path: Path) -
             return f"<{key}>"
 
     channel = asyncio.run_coroutine_threadsafe(layer.new_channel(), loop).result(5)
-    live = LiveLab(spec(tmp_path, "coalesce"), zookeeper=None, renderer=Renderer(), broadcast=broadcast)
+    live = LiveLab(
+        spec(tmp_path, "coalesce"),
+        zookeeper=None,
+        renderer=Renderer(),
+        broadcast=broadcast,
+        quiet_tick_s=QUIET_TICK_S_HERE,
+    )
     asyncio.run_coroutine_threadsafe(layer.group_add(live.group, channel), loop).result(5)
     live.start()
     try:
@@ -481,7 +494,13 @@ def _paths(frame: object) -> set[str]:
 def test_a_tree_read_zookeeper_is_slow_to_answer_holds_up_no_one_else(tmp_path: Path, wall: FakeWall) -> None:
     from lab.engine.metadata.store import LinkState
 
-    live = LiveLab(spec(tmp_path, "slow-tree"), zookeeper=None, wall=wall, tree_interval_s=0.01).start()
+    live = LiveLab(
+        spec(tmp_path, "slow-tree"),
+        zookeeper=None,
+        wall=wall,
+        tree_interval_s=0.01,
+        quiet_tick_s=QUIET_TICK_S_HERE,
+    ).start()
     try:
         live.ready.result(30)
         wall.now += 0.1  # reading the tree takes a few of the lab's milliseconds on the memory store
@@ -531,7 +550,12 @@ def test_a_watched_lab_with_nothing_happening_sends_no_frame_until_something_cha
 
     channel = asyncio.run_coroutine_threadsafe(layer.new_channel(), loop).result(5)
     live = LiveLab(
-        spec(tmp_path, "quiet"), zookeeper=None, renderer=Renderer(), broadcast=broadcast, wall=wall
+        spec(tmp_path, "quiet"),
+        zookeeper=None,
+        renderer=Renderer(),
+        broadcast=broadcast,
+        wall=wall,
+        quiet_tick_s=QUIET_TICK_S_HERE,
     )
     asyncio.run_coroutine_threadsafe(layer.group_add(live.group, channel), loop).result(5)
     live.start()
