@@ -60,6 +60,10 @@ class LabConsumer(AsyncWebsocketConsumer):
     group: str | None = None
     user_group: str | None = None
     relayed = False  # the lab's frames come through lab.relay (a lab on a worker), not its group
+    # The run of the lab and the frame this page has whole ("": not yet, frames pass as they come).
+    run = ""
+    seq = 0
+    resyncs = 0  # full states asked for after a missed frame
     slug = ""
     user_pk = 0
     session_key = ""
@@ -107,9 +111,8 @@ class LabConsumer(AsyncWebsocketConsumer):
             if self.renewing is None:
                 self.renewing = asyncio.get_running_loop().create_task(self._renew())
             return
-        frame = live.subscribe()
-        html = await asyncio.to_thread(live.render_full, frame)
-        await self.send(text_data=html)
+        live.subscribe()
+        await self.lab_frame(await asyncio.to_thread(live.full_state))
 
     def _subscribed(self, answer: Any) -> None:
         """(the courier's thread) The owner could not run the lab or did not answer: close; the page
@@ -132,6 +135,7 @@ class LabConsumer(AsyncWebsocketConsumer):
         """The lab's worker stopped and another took the lab up: subscribe there (the full state follows)."""
         if self.live is None or self.lab is None:
             return
+        self.run = ""
         await self._subscribe(self.live)
 
     async def _renew(self) -> None:
@@ -173,8 +177,33 @@ class LabConsumer(AsyncWebsocketConsumer):
         await super().dispatch(message)
 
     async def lab_frame(self, event: dict[str, Any]) -> None:
-        if self.live is not None:  # none once access ended: a frame already queued is dropped
-            await self.send(text_data=event["html"])
+        """A frame's fragments, or the full state. A frame carries only the fragments that changed, so a
+        page that missed one (a full channel drops messages) would keep a stale fragment until it
+        changed again: it asks for the full state instead, and skips frames its full state holds."""
+        live = self.live
+        if live is None:  # none once access ended: a frame already queued is dropped
+            return
+        seq, run = event.get("frame"), str(event.get("run", ""))
+        if event.get("full"):
+            self.run, self.seq = run, int(seq or 0)
+        elif self.run and isinstance(seq, int):
+            if run == self.run and seq <= self.seq:
+                return  # drawn in the full state this page has
+            if run != self.run or int(event.get("after", seq - 1)) > self.seq:
+                # The full state is the latest frame, this one's changes and the missed ones' in it;
+                # until it arrives (from a worker) frames pass as they come.
+                self.run = ""
+                await self._resync(live)
+                return
+            self.seq = seq
+        await self.send(text_data=event["html"])
+
+    async def _resync(self, live: LiveLab | RemotePage) -> None:
+        self.resyncs += 1
+        if isinstance(live, RemotePage):
+            await asyncio.to_thread(live.resync)
+        else:
+            await self.lab_frame(await asyncio.to_thread(live.full_state))
 
     async def access_check(self, event: dict[str, Any]) -> None:
         """Something may have taken this page's access away (lab.revocation): if so, say why and close."""

@@ -202,6 +202,10 @@ class RemotePage:
         """Sent every LAB_PAGE_RENEW_S while the page is open (a renewal sends nothing back)."""
         tell(self.slug, "subscribe", channel=self.channel)
 
+    def resync(self) -> None:
+        """The page missed a frame: the owner sends it the full state again."""
+        tell(self.slug, "subscribe", channel=self.channel, full=True)
+
     def unsubscribe(self) -> None:
         tell(self.slug, "unsubscribe", channel=self.channel)
 

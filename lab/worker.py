@@ -245,10 +245,10 @@ class Worker:
             await self.courier.reply(message, result={**parts, "status": self.status(live)})
         elif op == "subscribe":
             channel = str(message["channel"])
-            if self.page_watches(live, channel):
-                # Drawn where the frames changed it since they drew it (TemplateRenderer): cheap.
-                html = await asyncio.to_thread(live.render_full, live.frame)
-                await self.courier.deliver(channel, {"type": "lab.frame", "html": html})
+            # A new page, or one that missed a frame ("full"), gets the full state: drawn where the
+            # frames changed it since they drew it (TemplateRenderer), so cheap.
+            if self.page_watches(live, channel) or message.get("full"):
+                await self.courier.deliver(channel, await asyncio.to_thread(live.full_state))
             await self.courier.reply(message, result="subscribed")  # a renewal asks for no answer
         elif op == "unsubscribe":
             self.page_leaves(live, str(message.get("channel", "")))

@@ -139,3 +139,60 @@ def test_a_page_connecting_wakes_a_sleeping_lab_and_keeps_it_awake(settings: Set
     assert "woke it." in woke
     assert awake  # watched: it stays awake however short its grace period
     assert wait_until(lambda: live.asleep, 10)  # the page left: it sleeps again
+
+
+def test_a_page_that_missed_a_frame_gets_the_full_state_again_and_skips_frames_it_holds(
+    settings: Settings,
+) -> None:
+    # A full channel drops messages (channels' layers do, for groups), and a frame carries only the
+    # fragments that changed: a page that missed one would keep a stale fragment. The frames a page
+    # gets here are what the channel delivers after such a drop.
+    from channels.layers import get_channel_layer
+
+    from lab.runtime.broadcast import group_name
+
+    settings.LAB_ZOOKEEPER = ""
+    client, owner = _logged_in("ada")
+    lab = make_lab(owner)
+    live = live_of(lab)
+    live.ready.result(30)
+    live.wait_for_frame(lambda f: "plog:orders" in f.views)
+    live.act("clock-pause", {}).result(10)  # no more frames of the lab's own: only the ones sent here
+    paused = live.wait_for_frame(lambda f: f.views["clock-time"].paused)  # type: ignore[attr-defined]
+
+    def frame(html: str, seq: int, after: int, run: str) -> dict[str, object]:
+        group = group_name(lab.slug)
+        return {"type": "lab.frame", "group": group, "html": html, "frame": seq, "after": after, "run": run}
+
+    async def watch() -> tuple[str, str, str]:
+        layer = get_channel_layer()
+        communicator = WebsocketCommunicator(application, f"/ws/labs/{lab.slug}/", headers=_headers(client))
+        connected, _ = await communicator.connect()
+        assert connected
+        await communicator.receive_from(timeout=10)  # the full state, as of the paused frame
+        group = group_name(lab.slug)
+        # A frame the full state already holds (an earlier one, late): not drawn over the newer state.
+        await layer.group_send(group, frame("<p>late</p>", paused.seq, paused.seq - 1, live.run_id))
+        skipped = await communicator.receive_nothing(timeout=0.5)
+        assert skipped
+        # The next frame: drawn, nothing asked for.
+        await layer.group_send(group, frame("<p>next</p>", paused.seq + 1, paused.seq, live.run_id))
+        nxt = await communicator.receive_from(timeout=10)
+        # One missed (it followed frame paused.seq + 2, which never came): the full state instead, the
+        # lab's latest frame drawn whole.
+        await layer.group_send(group, frame("<p>gap</p>", paused.seq + 4, paused.seq + 3, live.run_id))
+        after_gap = await communicator.receive_from(timeout=10)
+        # A frame of another run of the lab (a worker took it over; its numbers start again): the same.
+        await layer.group_send(group, frame("<p>other run</p>", 1, 0, "another-run"))
+        other_run = await communicator.receive_from(timeout=10)
+        nothing_more = await communicator.receive_nothing(timeout=0.5)
+        await communicator.disconnect()
+        assert nothing_more
+        return nxt, after_gap, other_run
+
+    nxt, after_gap, other_run = async_to_sync(watch)()
+    assert nxt == "<p>next</p>"
+    for full in (after_gap, other_run):
+        assert 'id="cluster-map" hx-swap-oob="true"' in full  # the whole state, every fragment
+        assert 'id="plogs" hx-swap-oob="true"' in full
+        assert "<p>" not in full

@@ -126,11 +126,13 @@ FRAME = "lab.frame"
 
 def merge(first: dict[str, Any], then: dict[str, Any]) -> dict[str, Any]:
     """Two frames as one message: both pages' fragments in order (the later ones win where both drew
-    one), the later frame's number, and when the earlier was made (what the page shows is at most as
+    one), the later frame's number, the frame the earlier followed, and when the earlier was made (what the page shows is at most as
     late as that says)."""
     merged = {**then, "html": str(first.get("html", "")) + str(then.get("html", ""))}
     if "made_at" in first:
         merged["made_at"] = first["made_at"]
+    if "after" in first:
+        merged["after"] = first["after"]
     return merged
 
 

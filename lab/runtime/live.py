@@ -17,6 +17,7 @@ import gc
 import json
 import logging
 import math
+import secrets
 import shutil
 import threading
 import time
@@ -153,6 +154,9 @@ class LiveLab:
         self.renderer = renderer
         self.broadcast = broadcast or broadcaster
         self.group = group_name(spec.slug)
+        # Frames are numbered per run of the lab: a page tells a frame of this run from one of the run
+        # a worker had before it stopped (whose numbers start again).
+        self.run_id = secrets.token_hex(4)
         self.tick_s = tick_s
         self.publish_interval_s = publish_interval_s
         self.tree_interval_s = tree_interval_s
@@ -395,6 +399,12 @@ class LiveLab:
             return ""
         keys = list(frame.views)
         return "".join(self.renderer.fragment(k, frame.views) for k in keys)
+
+    def full_state(self) -> dict[str, Any]:
+        """The latest frame drawn whole, as the message a page that connects (or missed a frame) gets."""
+        frame = self._frame
+        html = self.render_full(frame)
+        return {"type": "lab.frame", "html": html, "frame": frame.seq, "run": self.run_id, "full": True}
 
     def wait_for_frame(self, predicate: Callable[[Frame], bool], timeout_s: float = 10.0) -> Frame:
         """Block until a published frame satisfies ``predicate`` (for tests and scripts)."""
@@ -1174,6 +1184,8 @@ class LiveLab:
                     "group": self.group,
                     "html": html,
                     "frame": frame.seq,
+                    "after": previous.seq,  # what its fragments changed: a page missing it draws again
+                    "run": self.run_id,
                     "made_at": meta.made_at,
                 },
             )
