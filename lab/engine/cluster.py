@@ -118,6 +118,7 @@ class Cluster:
             broker_ids=self.broker_ids,
             new_topic_id=self.ctx.new_topic_id,
             journal=self.journal,
+            on_change=self.ctx.topics_changed,
         )
         self.isolation: dict[BrokerId, set[str]] = {}
         self.slow: dict[BrokerId, int] = {}

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from lab.engine.acl import AclBinding
+from lab.engine.admin import TopicChange
 from lab.engine.cluster import Cluster
 from lab.engine.errors import IllegalArgument, IllegalState, KafkaError, KafkaTimeout, ZooKeeperNotAvailable
 from lab.engine.events import Event
@@ -38,11 +39,12 @@ from lab.runtime import actions, tls
 from lab.runtime.broadcast import Broadcaster, broadcaster, group_name
 from lab.runtime.changes import state_key
 from lab.runtime.clock import LabClock
+from lab.runtime.commands.reads import INTERNAL_PREFIX
 from lab.runtime.journal import CommandJournal
 from lab.runtime.listeners import Listeners
 from lab.runtime.registry import BrokerSummary, LabSummary, register_lab, unregister_lab, update_lab
 from lab.runtime.sleep import SLEEP_AFTER_S, Nap
-from lab.runtime.spec import ClientSpec, LabSpec, acl_entry
+from lab.runtime.spec import ClientSpec, LabSpec, TopicSpec, acl_entry
 from lab.runtime.starting import Startup
 from lab.visuals.charts import Sample
 from lab.visuals.clock import LabStatus
@@ -431,6 +433,32 @@ class LiveLab:
         else:
             spec = spec.without_user(user, mechanism)
         self._spec_changed(spec)
+
+    def _topic_changed(self, change: TopicChange) -> None:
+        """A topic's new shape (or its deletion) into the spec, in its place; internal topics are made on
+        first use, never kept."""
+        if change.topic.startswith(INTERNAL_PREFIX):
+            return
+        spec = self._spec
+        if change.deleted:
+            self._spec_changed(replace(spec, topics=tuple(t for t in spec.topics if t.name != change.topic)))
+            return
+        known = next((t for t in spec.topics if t.name == change.topic), None)
+        if change.config is not None:
+            config = dict(change.config)
+        elif known is not None:
+            config = dict(known.config)
+        else:  # grown before the spec knew it: the overrides as the controller has them
+            ctx = self._cluster.ctx.controller_context if self._cluster is not None else None
+            config = dict(ctx.topic_configs.get(change.topic, {})) if ctx is not None else {}
+        shape = TopicSpec(
+            name=change.topic,
+            partitions=change.partitions,
+            replication_factor=change.replication_factor,
+            config=config,
+        )
+        topics = tuple(shape if t.name == change.topic else t for t in spec.topics)
+        self._spec_changed(replace(spec, topics=topics if known is not None else (*topics, shape)))
 
     def _spec_changed(self, spec: LabSpec) -> None:
         if spec == self._spec:
@@ -823,6 +851,7 @@ class LiveLab:
             self._cluster.after_step.append(self._stepped)
             self._cluster.ctx.acl_watchers.append(self._acls_changed)
             self._cluster.ctx.credential_watchers.append(self._credential_changed)
+            self._cluster.ctx.topic_watchers.append(self._topic_changed)
             on_arrival = getattr(self._cluster.store, "on_arrival", None)
             if on_arrival is not None:
                 on_arrival(self._zookeeper_sent)  # a quiet tick ends when ZooKeeper sends something
