@@ -41,7 +41,7 @@ from lab.runtime.changes import state_key
 from lab.runtime.clock import LabClock
 from lab.runtime.commands.reads import INTERNAL_PREFIX
 from lab.runtime.journal import CommandJournal
-from lab.runtime.listeners import Listeners
+from lab.runtime.listeners import Listeners, ports_by_protocol, server_properties
 from lab.runtime.registry import BrokerSummary, LabSummary, register_lab, unregister_lab, update_lab
 from lab.runtime.sleep import SLEEP_AFTER_S, Nap
 from lab.runtime.spec import ClientSpec, LabSpec, TopicSpec, acl_entry
@@ -805,6 +805,21 @@ class LiveLab:
         data_dir.mkdir(parents=True, exist_ok=True)
         self.commands.begin({**spec.settings(), "brokers": spec.brokers})
 
+        # The brokers register their listeners' addresses in /brokers/ids/<id>, so they are known before
+        # the brokers start (the sockets open once the lab runs).
+        listener_config = {}
+        if self.listen is not None and spec.ports:
+            by_protocol = ports_by_protocol(spec.ports, spec.listeners)
+            listener_config = {
+                b: server_properties(
+                    by_protocol,
+                    b,
+                    bind_host=self.listen.bind_host,
+                    advertised_host=self.listen.advertised_host,
+                )
+                for b in range(1, spec.brokers + 1)
+            }
+
         def make() -> Cluster:
             logs = data_dir
             if not self.zookeeper:
@@ -823,6 +838,7 @@ class LiveLab:
                 chroot=spec.chroot,
                 epoch_ms=int(time.time() * 1000),  # virtual zero is now: znode timestamps read as wall time
                 wait=False,
+                listener_config=listener_config,
             )
 
         self._startup = Startup(
