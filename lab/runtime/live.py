@@ -867,7 +867,6 @@ class LiveLab:
             self._cluster.after_step.append(self._stepped)
             self._cluster.ctx.acl_watchers.append(self._acls_changed)
             self._cluster.ctx.credential_watchers.append(self._credential_changed)
-            self._cluster.ctx.topic_watchers.append(self._topic_changed)
             on_arrival = getattr(self._cluster.store, "on_arrival", None)
             if on_arrival is not None:
                 on_arrival(self._zookeeper_sent)  # a quiet tick ends when ZooKeeper sends something
@@ -891,6 +890,9 @@ class LiveLab:
     def _started(self) -> None:
         cluster = self._cluster
         assert cluster is not None
+        # From now on: the spec's own topics, made again as the lab started (their replication factor at
+        # most the brokers there are), are the spec already and must not rewrite it.
+        cluster.ctx.topic_watchers.append(self._topic_changed)
         self._restore_acls(cluster)
         for client in self._spec.clients:
             try:
