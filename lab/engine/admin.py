@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Coroutine, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from lab.engine import errors, scram_admin
@@ -109,8 +109,25 @@ def colliding_topics(name: str, existing: Sequence[str]) -> list[str]:
 # ---------------------------------------------------------------------------- ZooKeeper writes
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TopicChange:
+    """A topic's shape as ZooKeeper took it (created, grown, configs altered), or its deletion marked.
+    ``config`` is None where the change left the overrides alone (new partitions)."""
+
+    topic: str
+    partitions: int = 0
+    replication_factor: int = 0
+    config: Mapping[str, str] | None = None
+    deleted: bool = False
+
+
+TopicChanged = Callable[[TopicChange], None]
+
+
 class TopicAdmin:
-    """Checked topic and config changes, written to ZooKeeper as Kafka's AdminZkClient writes them."""
+    """Checked topic and config changes, written to ZooKeeper as Kafka's AdminZkClient writes them.
+    ``on_change`` hears of each topic written, once ZooKeeper has it, whoever asked (the lab's admin
+    client, a broker serving CreateTopics, auto-creation, CreatePartitions, AlterConfigs, DeleteTopics)."""
 
     def __init__(
         self,
@@ -119,11 +136,17 @@ class TopicAdmin:
         broker_ids: Sequence[BrokerId],
         new_topic_id: Callable[[], str],
         journal: Journal,
+        on_change: TopicChanged | None = None,
     ) -> None:
         self._session = session
         self.broker_ids = list(broker_ids)
         self._new_topic_id = new_topic_id
         self._journal = journal
+        self._on_change = on_change
+
+    def _changed(self, change: TopicChange) -> None:
+        if self._on_change is not None:
+            self._on_change(change)
 
     async def _zk(self) -> ZkSession:
         """The session to ask: at hand (a broker's), or on its way (the lab's admin client connecting)."""
@@ -235,12 +258,21 @@ class TopicAdmin:
             await zk.multi(ops)
         except NodeExists:
             raise TopicAlreadyExists(f"Topic '{name}' already exists.") from None
+        self._changed(
+            TopicChange(
+                topic=name,
+                partitions=len(placement),
+                replication_factor=len(next(iter(placement.values()))),
+                config=clean,
+            )
+        )
         return placement
 
     async def delete_topic(self, name: str) -> None:
         await self.assignment(name)
         with contextlib.suppress(NodeExists):
             await (await self._zk()).create(paths.delete_topic_path(name))
+        self._changed(TopicChange(topic=name, deleted=True))
 
     async def create_partitions(
         self,
@@ -285,6 +317,7 @@ class TopicAdmin:
             )
         )
         await (await self._zk()).set(paths.topic_path(topic), data, version)
+        self._changed(TopicChange(topic=topic, partitions=total, replication_factor=rf))
         return sorted(added)
 
     async def topic_config(self, topic: str) -> dict[str, str]:
@@ -307,7 +340,7 @@ class TopicAdmin:
     ) -> dict[str, str]:
         """Change a topic's overrides (``replace``: the updates become all of them, as AlterConfigs);
         the overrides now in force."""
-        await self.assignment(topic)
+        assigned, _ = await self.assignment(topic)
         unknown = [k for k in remove if k not in TOPIC_KEYS]
         if unknown:
             raise errors.InvalidConfig(f"Unknown topic config name: {unknown[0]}")
@@ -338,6 +371,15 @@ class TopicAdmin:
         await zk.multi(ops)
         self._journal.record(
             "config_changed", f"topic {topic} config now {merged or 'defaults'}", topic=topic
+        )
+        replicas = next(iter(assigned.partitions.values()), ())
+        self._changed(
+            TopicChange(
+                topic=topic,
+                partitions=len(assigned.partitions),
+                replication_factor=len(replicas),
+                config=dict(merged),
+            )
         )
         return merged
 
@@ -470,6 +512,7 @@ class AdminManager:
             broker_ids=[],  # filled on use: the brokers this cluster was made with
             new_topic_id=broker.ctx.new_topic_id,
             journal=broker.ctx.journal,
+            on_change=broker.ctx.topics_changed,
         )
         self._handlers: dict[type, Handler] = {
             p.CreateTopicsRequest: self._create_topics,

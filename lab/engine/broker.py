@@ -430,12 +430,10 @@ class Broker:
         if not self._check_meta_properties(cluster_id):
             return
         self.cluster_id = cluster_id
+        endpoints, host, port = self.endpoints()
         registration = paths.encode_broker_registration(
             paths.BrokerRegistration(
-                broker_id=self.id,
-                host=self.advertised[0],
-                port=self.advertised[1],
-                timestamp_ms=self.ctx.wall_ms,
+                broker_id=self.id, host=host, port=port, endpoints=endpoints, timestamp_ms=self.ctx.wall_ms
             )
         )
         waited = False
@@ -508,6 +506,21 @@ class Broker:
     def advertised(self) -> tuple[str, int]:
         """Where clients reach this broker: its listener, or Kafka's conventional port when it has none."""
         return self.ctx.advertised.get(self.id, ("127.0.0.1", 9092 + self.id))
+
+    def endpoints(self) -> tuple[tuple[str, ...], str, int]:
+        """What ``/brokers/ids/<id>`` says of where clients reach this broker, as Kafka writes it: every
+        advertised listener ("SASL_SSL://host:port"), and the PLAINTEXT one's host and port ("" and -1
+        when it has none: Kafka's null host)."""
+        given = self.ctx.listener_config.get(self.id, {}).get("advertised.listeners", "")
+        if not given:
+            host, port = self.advertised
+            return (f"PLAINTEXT://{host}:{port}",), host, port
+        endpoints = tuple(e.strip() for e in given.split(",") if e.strip())
+        plain = next((e for e in endpoints if e.startswith("PLAINTEXT://")), None)
+        if plain is None:
+            return endpoints, "", -1
+        host, _, port_text = plain.removeprefix("PLAINTEXT://").rpartition(":")
+        return endpoints, host, int(port_text)
 
     def _zk(self) -> GatedSession:
         assert self.session is not None

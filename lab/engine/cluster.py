@@ -118,6 +118,7 @@ class Cluster:
             broker_ids=self.broker_ids,
             new_topic_id=self.ctx.new_topic_id,
             journal=self.journal,
+            on_change=self.ctx.topics_changed,
         )
         self.isolation: dict[BrokerId, set[str]] = {}
         self.slow: dict[BrokerId, int] = {}
@@ -153,12 +154,16 @@ class Cluster:
         store: MetadataStore | None = None,
         wait: bool = True,
         epoch_ms: int = LAB_EPOCH_MS,
+        listener_config: Mapping[int, Mapping[str, str]] | None = None,
     ) -> Cluster:
         """A cluster of ``brokers`` brokers (ids 1..n), on the memory store unless ``zookeeper`` is given.
 
         ``epoch_ms`` is the wall-clock time of virtual time zero, for the timestamps Kafka writes
         into znodes; the engine reads no clock, so a live lab passes the time it starts and
-        everything else gets a fixed epoch (a run stays the same from its seed).
+        everything else gets a fixed epoch (a run stays the same from its seed). ``listener_config``:
+        each broker's listeners as its server.properties says them, when a runtime serves them (what the
+        brokers register and DescribeConfigs reports); without it a broker registers PLAINTEXT at
+        127.0.0.1:9092+id.
         """
         if not BROKERS.low <= brokers <= BROKERS.high:
             raise IllegalArgument(f"a lab cluster has {BROKERS.low} to {BROKERS.high} brokers, not {brokers}")
@@ -188,6 +193,7 @@ class Cluster:
             name=name,
             epoch_ms=epoch_ms,
         )
+        cluster.ctx.listener_config = {b: dict(c) for b, c in (listener_config or {}).items()}
         for broker_id in cluster.broker_ids:
             cluster._start_broker(broker_id)
         if wait:

@@ -52,6 +52,7 @@ class EngineContext:
     # lab's spec, so what a person was told is stored survives a reset whichever way it came.
     acl_watchers: list[Any] = field(default_factory=list)  # f(added, removed): AclBindings
     credential_watchers: list[Any] = field(default_factory=list)  # f(user, mechanism, credential | None)
+    topic_watchers: list[Any] = field(default_factory=list)  # f(admin.TopicChange): topics, the same way
 
     @property
     def now_ms(self) -> int:
@@ -69,6 +70,10 @@ class EngineContext:
     def credential_changed(self, user: str, mechanism: str, credential: Any) -> None:
         for watcher in list(self.credential_watchers):
             watcher(user, mechanism, credential)
+
+    def topics_changed(self, change: Any) -> None:
+        for watcher in list(self.topic_watchers):
+            watcher(change)
 
     def new_topic_id(self) -> str:
         return kafka_uuid(self.topic_ids)

@@ -354,6 +354,36 @@ class BrokerListener:
             await server.wait_closed()
 
 
+def ports_by_protocol(
+    ports: Mapping[int, int], secured: Mapping[str, Mapping[int, int]] | None = None
+) -> dict[str, dict[int, int]]:
+    """Every listener's ports by security protocol, PLAINTEXT's first (Kafka's order of ``listeners``)."""
+    found: dict[str, dict[int, int]] = {"PLAINTEXT": dict(ports)}
+    for protocol in PROTOCOLS:
+        if protocol != "PLAINTEXT" and (secured or {}).get(protocol):
+            found[protocol] = dict((secured or {})[protocol])
+    return found
+
+
+def server_properties(
+    by_protocol: Mapping[str, Mapping[int, int]], broker_id: int, *, bind_host: str, advertised_host: str
+) -> dict[str, str]:
+    """What broker ``broker_id``'s server.properties would say of its listeners (each named by its
+    security protocol): what its DescribeConfigs reports and its ``/brokers/ids/<id>`` registers
+    (``EngineContext.listener_config``)."""
+    mine = [(p, ports[broker_id]) for p, ports in by_protocol.items() if broker_id in ports]
+    found = {
+        "listeners": ",".join(f"{p}://{bind_host}:{port}" for p, port in mine),
+        "advertised.listeners": ",".join(f"{p}://{advertised_host}:{port}" for p, port in mine),
+        "listener.security.protocol.map": ",".join(f"{p}:{p}" for p, _ in mine),
+    }
+    if any(p.startswith("SASL_") for p, _ in mine):
+        found["sasl.enabled.mechanisms"] = ",".join(ENABLED)
+    if any(p.endswith("SSL") for p, _ in mine):
+        found["ssl.keystore.type"] = "PEM"
+    return found
+
+
 class Listeners:
     """A lab's listeners, one per broker, kept in step with the brokers' states (driver thread)."""
 
@@ -371,11 +401,7 @@ class Listeners:
         self.bind_host = bind_host
         self.advertised_host = advertised_host
         self.ports = dict(ports)
-        # Every listener's ports by security protocol, PLAINTEXT's first.
-        self.by_protocol: dict[str, dict[int, int]] = {"PLAINTEXT": dict(ports)}
-        for protocol in PROTOCOLS:
-            if protocol != "PLAINTEXT" and (secured or {}).get(protocol):
-                self.by_protocol[protocol] = dict((secured or {})[protocol])
+        self.by_protocol = ports_by_protocol(ports, secured)
         self._listeners = {
             (protocol, b): BrokerListener(lab, b, bind_host, port, protocol, tls)
             for protocol, ports_ in self.by_protocol.items()
@@ -384,20 +410,9 @@ class Listeners:
         self._wanted: dict[int, bool] = {}
 
     def server_properties(self, broker_id: int) -> dict[str, str]:
-        """What broker ``broker_id``'s server.properties would say of its listeners, as a broker's
-        DescribeConfigs reports them (``EngineContext.listener_config``); each listener is named by its
-        security protocol."""
-        mine = [(p, ports[broker_id]) for p, ports in self.by_protocol.items() if broker_id in ports]
-        found = {
-            "listeners": ",".join(f"{p}://{self.bind_host}:{port}" for p, port in mine),
-            "advertised.listeners": ",".join(f"{p}://{self.advertised_host}:{port}" for p, port in mine),
-            "listener.security.protocol.map": ",".join(f"{p}:{p}" for p, _ in mine),
-        }
-        if any(p.startswith("SASL_") for p, _ in mine):
-            found["sasl.enabled.mechanisms"] = ",".join(ENABLED)
-        if any(p.endswith("SSL") for p, _ in mine):
-            found["ssl.keystore.type"] = "PEM"
-        return found
+        return server_properties(
+            self.by_protocol, broker_id, bind_host=self.bind_host, advertised_host=self.advertised_host
+        )
 
     def sync(
         self, wire: WireServer, running: Mapping[int, bool], why: Mapping[int, str] | None = None

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from lab.engine.acl import AclBinding
+from lab.engine.admin import TopicChange
 from lab.engine.cluster import Cluster
 from lab.engine.errors import IllegalArgument, IllegalState, KafkaError, KafkaTimeout, ZooKeeperNotAvailable
 from lab.engine.events import Event
@@ -39,11 +40,12 @@ from lab.runtime import actions, tls
 from lab.runtime.broadcast import Broadcaster, broadcaster, group_name
 from lab.runtime.changes import state_key, tree_key
 from lab.runtime.clock import LabClock
+from lab.runtime.commands.reads import INTERNAL_PREFIX
 from lab.runtime.journal import CommandJournal
-from lab.runtime.listeners import Listeners
+from lab.runtime.listeners import Listeners, ports_by_protocol, server_properties
 from lab.runtime.registry import BrokerSummary, LabSummary, register_lab, unregister_lab, update_lab
 from lab.runtime.sleep import SLEEP_AFTER_S, Nap
-from lab.runtime.spec import ClientSpec, LabSpec, acl_entry
+from lab.runtime.spec import ClientSpec, LabSpec, TopicSpec, acl_entry
 from lab.runtime.starting import Startup
 from lab.visuals.charts import Sample
 from lab.visuals.clock import LabStatus
@@ -445,6 +447,32 @@ class LiveLab:
             spec = spec.without_user(user, mechanism)
         self._spec_changed(spec)
 
+    def _topic_changed(self, change: TopicChange) -> None:
+        """A topic's new shape (or its deletion) into the spec, in its place; internal topics are made on
+        first use, never kept."""
+        if change.topic.startswith(INTERNAL_PREFIX):
+            return
+        spec = self._spec
+        if change.deleted:
+            self._spec_changed(replace(spec, topics=tuple(t for t in spec.topics if t.name != change.topic)))
+            return
+        known = next((t for t in spec.topics if t.name == change.topic), None)
+        if change.config is not None:
+            config = dict(change.config)
+        elif known is not None:
+            config = dict(known.config)
+        else:  # grown before the spec knew it: the overrides as the controller has them
+            ctx = self._cluster.ctx.controller_context if self._cluster is not None else None
+            config = dict(ctx.topic_configs.get(change.topic, {})) if ctx is not None else {}
+        shape = TopicSpec(
+            name=change.topic,
+            partitions=change.partitions,
+            replication_factor=change.replication_factor,
+            config=config,
+        )
+        topics = tuple(shape if t.name == change.topic else t for t in spec.topics)
+        self._spec_changed(replace(spec, topics=topics if known is not None else (*topics, shape)))
+
     def _spec_changed(self, spec: LabSpec) -> None:
         if spec == self._spec:
             return
@@ -791,6 +819,21 @@ class LiveLab:
         data_dir.mkdir(parents=True, exist_ok=True)
         self.commands.begin({**spec.settings(), "brokers": spec.brokers})
 
+        # The brokers register their listeners' addresses in /brokers/ids/<id>, so they are known before
+        # the brokers start (the sockets open once the lab runs).
+        listener_config = {}
+        if self.listen is not None and spec.ports:
+            by_protocol = ports_by_protocol(spec.ports, spec.listeners)
+            listener_config = {
+                b: server_properties(
+                    by_protocol,
+                    b,
+                    bind_host=self.listen.bind_host,
+                    advertised_host=self.listen.advertised_host,
+                )
+                for b in range(1, spec.brokers + 1)
+            }
+
         def make() -> Cluster:
             logs = data_dir
             if not self.zookeeper:
@@ -809,6 +852,7 @@ class LiveLab:
                 chroot=spec.chroot,
                 epoch_ms=int(time.time() * 1000),  # virtual zero is now: znode timestamps read as wall time
                 wait=False,
+                listener_config=listener_config,
             )
 
         self._startup = Startup(
@@ -860,6 +904,9 @@ class LiveLab:
     def _started(self) -> None:
         cluster = self._cluster
         assert cluster is not None
+        # From now on: the spec's own topics, made again as the lab started (their replication factor at
+        # most the brokers there are), are the spec already and must not rewrite it.
+        cluster.ctx.topic_watchers.append(self._topic_changed)
         self._restore_acls(cluster)
         for client in self._spec.clients:
             try:

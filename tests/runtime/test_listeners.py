@@ -245,3 +245,34 @@ def test_a_brokers_listener_settings_are_what_its_server_properties_would_say() 
         "advertised.listeners": "PLAINTEXT://127.0.0.1:19092",
         "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT",
     }
+
+
+def test_a_brokers_znode_registers_every_listener_at_the_address_the_page_shows(tmp_path: Path) -> None:
+    """/brokers/ids/<id> as Kafka writes it for a served lab: every listener's advertised address in
+    ``endpoints``, their security protocols, and host and port of the PLAINTEXT one: what the page's
+    listeners panel shows, not 127.0.0.1:9092+id."""
+    import json
+
+    base = free_ports(4)
+    with serve(
+        brokers=2, port=base, data_dir=tmp_path, advertised_host="localhost", listeners=["SASL_SSL"]
+    ) as served:
+        live = served.lab
+        tree = live.submit(lambda lab: {n["path"]: n["data"] for n in lab.cluster.zookeeper_tree()}).result(
+            10
+        )
+        assert live.listeners is not None
+        shown = live.listeners.states()
+        for broker in (1, 2):
+            znode = json.loads(tree[f"/brokers/ids/{broker}"])
+            mine = [s for s in shown if s.broker_id == broker]
+            assert znode["endpoints"] == [f"{s.protocol}://{s.host}:{s.port}" for s in mine]
+            assert znode["endpoints"] == [
+                f"PLAINTEXT://localhost:{base + broker - 1}",
+                f"SASL_SSL://localhost:{base + 2 + broker - 1}",
+            ]
+            assert znode["listener_security_protocol_map"] == {
+                "PLAINTEXT": "PLAINTEXT",
+                "SASL_SSL": "SASL_SSL",
+            }
+            assert (znode["host"], znode["port"]) == ("localhost", base + broker - 1)

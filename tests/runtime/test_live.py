@@ -10,6 +10,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from channels.layers import InMemoryChannelLayer
@@ -816,5 +817,101 @@ def test_a_lab_whose_records_flow_reads_the_zookeeper_tree_again_only_when_zooke
             ticks_later(live, 1)
         live.wait_for_frame(lambda f: "/brokers/ids/1" not in _paths(f) and "/brokers/ids/2" in _paths(f))
         assert reads
+    finally:
+        live.stop()
+
+
+def test_topics_a_kafka_client_made_or_changed_are_kept_as_the_pages_are(tmp_path: Path) -> None:
+    """CreateTopics, a Metadata request's auto-creation, CreatePartitions, IncrementalAlterConfigs and
+    DeleteTopics over the wire go into the lab's spec (and its saver hears of it): a reset, a memory-store
+    restart or another worker brings the topics back as the client left them."""
+    from tests.walltime import advance, still_lab
+    from tests.wire.harness import WireClient
+    from tests.wire.test_admin import (
+        CREATE_PARTITIONS,
+        CREATE_TOPICS,
+        DELETE_TOPICS,
+        INCREMENTAL_ALTER,
+        new_topic,
+    )
+    from tests.wire.test_admin import TOPIC as TOPIC_RESOURCE
+
+    saved: list[tuple[str, ...]] = []
+    live, wall = still_lab(tmp_path, "wire-topics", topics=())
+    live.on_spec_change = lambda lab: saved.append(tuple(t.name for t in lab.spec.topics))
+    versions = {3: 9, CREATE_TOPICS: 7, DELETE_TOPICS: 5, CREATE_PARTITIONS: 3, INCREMENTAL_ALTER: 1}
+
+    def ask(api_key: int, body: dict) -> Any:
+        def send(lab: LiveLab) -> WireClient:
+            client = WireClient(lab.cluster, lab.cluster.controller_id(), server=lab.wire)
+            client.send(api_key, versions[api_key], body)
+            return client
+
+        client = live.submit(send).result(10)
+        while not client.sent:
+            advance(live, wall, 0.5)
+        return live.submit(lambda _: client.answer(api_key, versions[api_key])).result(10)
+
+    def kept() -> dict[str, tuple[int, int, dict[str, str]]]:
+        return {t.name: (t.partitions, t.replication_factor, dict(t.config)) for t in live.spec.topics}
+
+    try:
+        made = ask(
+            CREATE_TOPICS, {"topics": [new_topic("orders", 2, 2, retention_ms="60000")], "timeout": 10_000}
+        )
+        assert made.topics[0].error_code == 0
+        auto = ask(
+            3,
+            {
+                "topics": [{"name": "clicks"}],
+                "allow_auto_topic_creation": True,
+                "include_cluster_authorized_operations": False,
+                "include_topic_authorized_operations": False,
+            },
+        )
+        assert auto.topics[0].error_code == 5  # LEADER_NOT_AVAILABLE: being made, as Kafka answers
+        grown = ask(
+            CREATE_PARTITIONS,
+            {
+                "topics": [{"name": "orders", "count": 4, "assignments": None}],
+                "timeout": 10_000,
+                "validate_only": False,
+            },
+        )
+        assert grown.results[0].error_code == 0
+        altered = ask(
+            INCREMENTAL_ALTER,
+            {
+                "resources": [
+                    {
+                        "resource_type": TOPIC_RESOURCE,
+                        "resource_name": "orders",
+                        "configs": [
+                            {"name": "min.insync.replicas", "config_operation": 0, "value": "2"},
+                            {"name": "retention.ms", "config_operation": 1, "value": None},
+                        ],
+                    }
+                ],
+                "validate_only": False,
+            },
+        )
+        assert altered.responses[0].error_code == 0
+        assert kept() == {"orders": (4, 2, {"min.insync.replicas": "2"}), "clicks": (1, 1, {})}
+        assert saved[-1] == ("orders", "clicks")
+
+        until_done(live, wall, live.act("clock-reset", {}))
+        shapes = live.submit(
+            lambda lab: {
+                name: (lab.cluster.partition_count(name), lab.cluster.topic_config(name))
+                for name in lab.cluster.topics()
+                if not name.startswith("__")
+            }
+        ).result(10)
+        assert shapes == {"orders": (4, {"min.insync.replicas": "2"}), "clicks": (1, {})}
+
+        gone = ask(DELETE_TOPICS, {"topic_names": ["clicks"], "timeout": 30_000})
+        assert gone.responses[0].error_code == 0
+        assert kept() == {"orders": (4, 2, {"min.insync.replicas": "2"})}
+        assert saved[-1] == ("orders",)
     finally:
         live.stop()

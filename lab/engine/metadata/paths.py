@@ -331,9 +331,9 @@ class BrokerRegistration:
     """``/brokers/ids/<id>``, version 5 (ephemeral, owned by the broker's session)."""
 
     broker_id: int
-    host: str
+    host: str  # the PLAINTEXT listener's; "" (written null, with port -1) when there is none
     port: int
-    endpoints: tuple[str, ...] = ()  # "PLAINTEXT://host:port"; defaults to that one
+    endpoints: tuple[str, ...] = ()  # "LISTENER://host:port", every listener; defaults to PLAINTEXT's
     jmx_port: int = -1
     timestamp_ms: int = 0  # when the broker registered (Kafka writes it as a string)
     rack: str | None = None
@@ -346,8 +346,8 @@ def encode_broker_registration(reg: BrokerRegistration) -> bytes:
     endpoints = reg.listeners()
     obj: dict[str, Any] = {
         "version": 5,
-        "host": reg.host,
-        "port": reg.port,
+        "host": reg.host or None,
+        "port": reg.port if reg.host else -1,
         "endpoints": list(endpoints),
         "jmx_port": reg.jmx_port,
         "timestamp": str(reg.timestamp_ms),

@@ -5,7 +5,10 @@ in flight (the cluster's ``begin_*`` calls) and answers through ``actions.in_fli
 everyone else's calls on it, run while ZooKeeper answers and the controller acts on the change; no
 command holds the driver for a round trip. Their reads come from the controller's view of the
 topics, which costs no round trip. What a change does to the lab's topics is recorded in its spec
-once ZooKeeper has it, so a lab rebuilt from the spec (memory store, reset) has it too.
+once ZooKeeper has it, so a lab rebuilt from the spec (memory store, reset) has it too: by
+``LiveLab._topic_changed``, which hears every topic ``TopicAdmin`` writes, whoever asked (these commands,
+a scenario, a Kafka client's CreateTopics, auto-creation, CreatePartitions, AlterConfigs, DeleteTopics);
+only a reassignment's new replication factor is recorded here, since no topic write makes it.
 """
 
 from __future__ import annotations
@@ -99,11 +102,6 @@ def remember(lab: LiveLab, topic: str, **changes: Any) -> None:
     lab.update_spec(spec.with_topic(replace(known, **changes)))
 
 
-def forget(lab: LiveLab, topic: str) -> None:
-    spec = lab.spec
-    lab.update_spec(replace(spec, topics=tuple(t for t in spec.topics if t.name != topic)))
-
-
 # ---------------------------------------------------------------------------- arguments
 
 
@@ -138,9 +136,7 @@ def _create(p: Mapping[str, Any]) -> Act:
         said += ", " + ", ".join(f"{k}={v}" for k, v in sorted(config.items()))
 
     def run(lab: LiveLab) -> Any:
-        written = lab.cluster.begin_create_topic(name, partitions, rf, config)
-        shape = TopicSpec(name=name, partitions=partitions, replication_factor=rf, config=config)
-        on_success(written, lambda _: lab.update_spec(lab.spec.with_topic(shape)))
+        written = lab.cluster.begin_create_topic(name, partitions, rf, config)  # kept: LiveLab._topic_changed
 
         def answer(placement: object, settled: bool) -> dict[str, Any]:
             if placement is None:
@@ -174,7 +170,6 @@ def _delete(p: Mapping[str, Any]) -> Act:
                 f"Topic {name} is a kafka internal topic and is not allowed to be marked for deletion."
             )
         asked = lab.cluster.begin_delete_topic(name)  # UNKNOWN_TOPIC_OR_PARTITION for no such topic
-        on_success(asked, lambda _: forget(lab, name))
 
         def gone(_: object) -> bool:
             return not any(tp.topic == name for tp in _assignments(lab))
@@ -202,7 +197,6 @@ def _grow(p: Mapping[str, Any]) -> Act:
     def run(lab: LiveLab) -> Any:
         # INVALID_PARTITIONS (fewer than now, or as many) comes back from ZooKeeper's side, nothing written.
         grown = lab.cluster.begin_create_partitions(topic, total)
-        on_success(grown, lambda _: remember(lab, topic, partitions=total))
         note = " (keys now map to other partitions: murmur2(key) mod the new count)"
 
         def answer(new: list[int] | None, settled: bool) -> dict[str, Any]:
@@ -365,7 +359,6 @@ def _alter_configs(p: Mapping[str, Any]) -> Act:
     def run(lab: LiveLab) -> Any:
         cluster = lab.cluster
         written = cluster.begin_alter_topic_config(topic, updates, remove=remove)  # INVALID_CONFIG: nothing
-        on_success(written, lambda merged: remember(lab, topic, config=merged))
 
         def answer(merged: dict[str, str] | None, taken_in: bool) -> dict[str, Any]:
             if merged is None:

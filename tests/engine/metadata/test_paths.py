@@ -161,6 +161,16 @@ def test_broker_registration_as_real_kafka_writes_it() -> None:
     assert reg.timestamp_ms == 2233345666
 
 
+def test_a_broker_with_no_plaintext_listener_registers_a_null_host_and_port_minus_one() -> None:
+    reg = BrokerRegistration(
+        broker_id=3, host="", port=-1, endpoints=("SSL://lab:19101", "SASL_SSL://lab:19104"), timestamp_ms=7
+    )
+    written = json.loads(zk.encode_broker_registration(reg))
+    assert (written["host"], written["port"]) == (None, -1)
+    assert written["endpoints"] == ["SSL://lab:19101", "SASL_SSL://lab:19104"]
+    assert written["listener_security_protocol_map"] == {"SSL": "SSL", "SASL_SSL": "SASL_SSL"}
+
+
 def test_notification_and_admin_json() -> None:
     isr = zk.encode_isr_change([("orders", 0), ("orders", 2)])
     assert (
