@@ -850,48 +850,52 @@ class Broker:
                 err = UnknownTopicOrPartition(f"{tp} does not exist on broker {self.id}")
             return FetchPartitionData(error=err.name, message=err.message)
         log = partition.log
+        # Read once: a fetch asks for these several times, and nothing here changes them.
+        leo = log.log_end_offset
+        hw = partition.high_watermark
+        lso = partition.last_stable_offset
+        offset = fp.fetch_offset
         try:
             partition.check_leader_epoch(fp.current_leader_epoch)
-            if fp.fetch_offset > log.log_end_offset or fp.fetch_offset < log.log_start_offset:
+            if offset > leo or offset < log.log_start_offset:
                 raise errors.OffsetOutOfRange(
-                    f"{tp}: offset {fp.fetch_offset} is outside [{log.log_start_offset}, {log.log_end_offset})"
+                    f"{tp}: offset {offset} is outside [{log.log_start_offset}, {leo})"
                 )
-            # Consumers read below the HW (read_committed: below the last stable offset, which is the
-            # HW while the lab has no transactions); followers read to the log end.
-            limit = (
-                None if follower else partition.last_stable_offset if committed else partition.high_watermark
-            )
+            # Consumers read below the HW (read_committed: below the last stable offset); followers
+            # read to the log end.
+            limit = None if follower else lso if committed else hw
             aborted: tuple[tuple[int, int], ...] | None = () if committed else None
             if (
-                (limit is not None and fp.fetch_offset >= limit)
+                (limit is not None and offset >= limit)
                 or fp.max_bytes <= 0
-                or fp.fetch_offset == log.log_end_offset  # a follower caught up: nothing to read yet
+                or offset == leo  # a follower caught up: nothing to read yet
             ):
                 records = b""
                 count = 0
             else:
-                fetched = log.read(fp.fetch_offset, fp.max_bytes, max_offset=limit)
+                fetched = log.read(offset, fp.max_bytes, max_offset=limit)
                 records = bytes(fetched.records)
-                count = max(0, fetched.next_offset - fp.fetch_offset)
+                count = max(0, fetched.next_offset - offset)
                 if committed and records:
-                    aborted = _aborted_transactions(log, fp.fetch_offset, fetched.next_offset)
+                    aborted = _aborted_transactions(log, offset, fetched.next_offset)
         except KafkaError as exc:
             return FetchPartitionData(
                 error=exc.name,
                 message=exc.message,
-                high_watermark=partition.high_watermark,
-                last_stable_offset=partition.last_stable_offset,
+                high_watermark=hw,
+                last_stable_offset=lso,
                 log_start_offset=log.log_start_offset,
-                log_end_offset=log.log_end_offset,
+                log_end_offset=leo,
             )
+        stats = self.stats
         if not follower:
-            self.stats.records_out_to_consumers += count
-        self.stats.bytes_out += len(records)
+            stats.records_out_to_consumers += count
+        stats.bytes_out += len(records)
         return FetchPartitionData(
-            high_watermark=partition.high_watermark,
-            last_stable_offset=partition.last_stable_offset,
+            high_watermark=hw,
+            last_stable_offset=lso,
             log_start_offset=log.log_start_offset,
-            log_end_offset=log.log_end_offset,
+            log_end_offset=leo,
             records=records,
             record_count=count,
             aborted_transactions=aborted if committed else None,

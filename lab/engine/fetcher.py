@@ -144,17 +144,20 @@ class ReplicaFetcher:
         self.broker.truncate(partition, target, f"KIP-101: {why}")
 
     def _send_fetch(self) -> None:
-        now = self.broker.now_ms
+        broker = self.broker
+        now = broker.now_ms
+        hosted = broker.partitions
         wanted: dict[TopicPartition, FetchPartition] = {}
-        max_bytes = self.broker.config.int("replica.fetch.max.bytes")
+        max_bytes = broker.config.int("replica.fetch.max.bytes")
         for tp, state in self.partitions.items():
-            partition = self.broker.partitions.get(tp)
+            partition = hosted.get(tp)
             if partition is None or state.failed_until_ms > now:
                 continue
+            log = partition.log
             wanted[tp] = FetchPartition(
-                fetch_offset=partition.log_end_offset,
+                fetch_offset=log.log_end_offset,
                 current_leader_epoch=state.leader_epoch,
-                log_start_offset=partition.log_start_offset,
+                log_start_offset=log.log_start_offset,
                 max_bytes=max_bytes,
             )
         if not wanted:
@@ -180,14 +183,24 @@ class ReplicaFetcher:
             return
         assert isinstance(response, FetchResponse)
         now = self.broker.now_ms
+        states, hosted = self.partitions, self.broker.partitions
         for tp, data in response.partitions.items():
-            state = self.partitions.get(tp)
-            partition = self.broker.partitions.get(tp)
-            if state is None or partition is None or partition.log_end_offset != asked[tp].fetch_offset:
-                continue  # removed, or moved on (truncated) while the fetch travelled
+            state = states.get(tp)
+            partition = hosted.get(tp)
+            if state is None or partition is None:
+                continue  # removed while the fetch travelled
+            log_end = partition.log.log_end_offset
+            if log_end != asked[tp].fetch_offset:
+                continue  # moved on (truncated) while the fetch travelled
             if data.error is not None:
                 self._on_partition_error(tp, state, data)
                 continue
+            if (
+                not data.records
+                and data.high_watermark == partition.high_watermark <= log_end
+                and data.log_start_offset <= partition.log.log_start_offset <= data.high_watermark
+            ):
+                continue  # nothing new (the other partitions of a fetch woken by one): nothing to do
             try:
                 partition.append_as_follower(
                     data.records,

@@ -169,9 +169,12 @@ class Partition:
         if not self.is_leader:
             return False
         new_hw = self.log.log_end_offset
-        isr = self.maximal_isr
+        # The maximal ISR, without building it: this runs on every append and follower fetch.
+        isr, pending = self.isr, self.pending_isr
         for follower in self.followers.values():
-            if follower.broker_id in isr and follower.log_end_offset < new_hw:
+            if follower.log_end_offset < new_hw and (
+                follower.broker_id in isr or (pending is not None and follower.broker_id in pending)
+            ):
                 new_hw = follower.log_end_offset
         if new_hw > self.high_watermark:
             self.high_watermark = new_hw
@@ -297,8 +300,9 @@ class Partition:
         follower = self.followers.get(follower_id)
         if follower is None:
             raise NotLeaderOrFollower(f"broker {follower_id} is not a replica of {self.tp}")
-        leo = self.log.log_end_offset
-        if fetch_offset > leo or fetch_offset < self.log.log_start_offset:
+        log = self.log
+        leo = log.log_end_offset
+        if fetch_offset > leo or fetch_offset < log.log_start_offset:
             raise OffsetOutOfRange(
                 f"{self.tp}: follower {follower_id} fetches offset {fetch_offset}, the leader has "
                 f"[{self.log.log_start_offset}, {leo})"
@@ -313,15 +317,14 @@ class Partition:
         self, records: bytes, *, leader_high_watermark: int, leader_log_start_offset: int, now_ms: int
     ) -> int:
         """Append what the leader sent; learn its HW (never above our own end). Returns records appended."""
+        log = self.log
         appended = 0
         if records:
-            info = self.log.append_as_follower(records, now_ms=now_ms)
-            appended = info.record_count
-        if leader_log_start_offset > self.log.log_start_offset:
-            self.log.maybe_increment_log_start_offset(min(leader_log_start_offset, self.log.log_end_offset))
-        self.high_watermark = max(
-            self.log.log_start_offset, min(leader_high_watermark, self.log.log_end_offset)
-        )
+            appended = log.append_as_follower(records, now_ms=now_ms).record_count
+        leo = log.log_end_offset
+        if leader_log_start_offset > log.log_start_offset:
+            log.maybe_increment_log_start_offset(min(leader_log_start_offset, leo))
+        self.high_watermark = max(log.log_start_offset, min(leader_high_watermark, leo))
         return appended
 
     def truncate_to(self, offset: int) -> int:

@@ -355,11 +355,14 @@ class ProducerStateManager:
 
     def first_unstable_offset(self, high_watermark: int) -> int | None:
         """The first offset of a transaction not yet decided below ``high_watermark`` (None: none)."""
+        first: int | None = min(self.ongoing.values()) if self.ongoing else None
         if self.unreplicated:
+            # Markers at or above the HW: their transactions stay undecided until it passes them.
             self.unreplicated = [t for t in self.unreplicated if t.last_offset >= high_watermark]
-        firsts = list(self.ongoing.values())
-        firsts += [t.first_offset for t in self.unreplicated]
-        return min(firsts) if firsts else None
+            for txn in self.unreplicated:
+                if first is None or txn.first_offset < first:
+                    first = txn.first_offset
+        return first
 
     # --- every replica: learning from appended batches --------------------------------------------
 
