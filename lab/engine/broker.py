@@ -770,9 +770,10 @@ class Broker:
         now = self.now_ms
         follower = req.replica_id >= 0
         if follower:
+            hosted = self.partitions
             for tp, fp in req.partitions.items():
-                partition = self.partitions.get(tp)
-                if partition is None or not partition.is_leader:
+                partition = hosted.get(tp)
+                if partition is None or partition.leader != self.id:
                     continue
                 try:
                     partition.check_leader_epoch(fp.current_leader_epoch)
@@ -825,19 +826,23 @@ class Broker:
         ``min_bytes`` of records (Kafka's DelayedFetch). ``max_bytes`` bounds the whole response,
         but the first batch is served whatever its size, so a large batch cannot stall a consumer."""
         follower = req.replica_id >= 0
+        committed = req.isolation_level == 1
+        read = self._read_partition
         out: dict[TopicPartition, FetchPartitionData] = {}
         total = 0
         error = False
         for tp, fp in req.partitions.items():
-            room = req.max_bytes - total
-            if room <= 0 and total:
-                fp = replace(fp, max_bytes=0)
-            elif room < fp.max_bytes and total:
-                fp = replace(fp, max_bytes=room)
-            data = self._read_partition(tp, fp, follower=follower, committed=req.isolation_level == 1)
+            if total:
+                room = req.max_bytes - total
+                if room <= 0:
+                    fp = replace(fp, max_bytes=0)
+                elif room < fp.max_bytes:
+                    fp = replace(fp, max_bytes=room)
+            data = read(tp, fp, follower=follower, committed=committed)
             out[tp] = data
             total += len(data.records)
-            error = error or data.error is not None
+            if data.error is not None:
+                error = True
         return FetchResponse(partitions=out), error or total >= max(1, req.min_bytes)
 
     def _read_partition(

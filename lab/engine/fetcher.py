@@ -72,11 +72,11 @@ class ReplicaFetcher:
         self._timer = None
         if self._stopped or self._in_flight or not self.partitions or not self.broker.alive:
             return
-        truncating = {tp: s for tp, s in self.partitions.items() if s.truncating}
-        if truncating:
-            self._send_epoch_query(truncating)
-        else:
-            self._send_fetch()
+        for state in self.partitions.values():
+            if state.truncating:  # rare (after a leader change): no dict built on every round
+                self._send_epoch_query({tp: s for tp, s in self.partitions.items() if s.truncating})
+                return
+        self._send_fetch()
 
     def _timeout_ms(self) -> int:
         return self.broker.config.int("replica.socket.timeout.ms")

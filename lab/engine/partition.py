@@ -166,9 +166,11 @@ class Partition:
 
     def maybe_increment_high_watermark(self) -> bool:
         """HW = the smallest log end offset over the (maximal) ISR; it only moves forward."""
-        if not self.is_leader:
+        if self.leader != self.broker_id:
             return False
         new_hw = self.log.log_end_offset
+        if new_hw == self.high_watermark:
+            return False  # at the log end already (every idle partition a follower fetches)
         # The maximal ISR, without building it: this runs on every append and follower fetch.
         isr, pending = self.isr, self.pending_isr
         for follower in self.followers.values():
@@ -212,7 +214,7 @@ class Partition:
         return self._propose(new_isr, f"replica.lag.time.max.ms={max_lag_ms} passed: {details}")
 
     def maybe_expand_isr(self, follower_id: BrokerId) -> IsrChange | None:
-        if not self.is_leader or self.pending_isr is not None or follower_id in self.isr:
+        if follower_id in self.isr or self.pending_isr is not None or not self.is_leader:
             return None
         follower = self.followers.get(follower_id)
         if follower is None:
