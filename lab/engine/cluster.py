@@ -299,8 +299,7 @@ class Cluster:
         if realtime:
             self.store.begin_pacing(self.now_ms)
         while not predicate():
-            self.store.drain()
-            if predicate():
+            if self.store.drain() and predicate():  # nothing drained: nothing changed
                 return True
             nxt = self.scheduler.next_time()
             if realtime:
