@@ -59,7 +59,7 @@ from lab.engine.records import (
     record_size,
 )
 from lab.engine.scheduler import Scheduler, Timer
-from lab.engine.storage.producer_state import increment_sequence
+from lab.engine.storage.producer_state import BATCHES_TO_RETAIN, increment_sequence
 from lab.engine.tasks import _UNSET, Pending
 from lab.engine.txn_client import TransactionManager
 
@@ -1094,12 +1094,21 @@ class Producer(_Client):
 
     def _may_drain(self, tp: TopicPartition, batch: _ProducerBatch) -> bool:
         """Kafka's shouldStopDrainBatchesForPartition: a new batch waits while an epoch bump is due;
-        a retry waits until every batch before it in sequence is answered for good."""
+        a retry waits until every batch before it in sequence is answered for good.
+
+        A new batch also waits while max.in.flight.requests.per.connection of the partition's batches
+        are unanswered, wherever they went. A leader keeps only a producer's last five batches to
+        recognise a retry, and max.in.flight <= 5 keeps a retry among them only while the partition's
+        batches share one connection: after a leader change, batches sent to the old leader and new
+        ones sent to the new leader could make six, and a retry of the oldest would then be taken for
+        a gap (OUT_OF_ORDER_SEQUENCE_NUMBER) and written again under a new epoch."""
         if self.txn is not None and not self.txn.may_send(tp):
             return False
-        if batch.base_sequence < 0:
-            return not self._epoch_bump_needed
         unresolved = self._unresolved.get(tp)
+        if batch.base_sequence < 0:
+            return not self._epoch_bump_needed and (
+                not unresolved or len(unresolved) < min(self.max_in_flight, BATCHES_TO_RETAIN)
+            )
         return not unresolved or unresolved[0] == batch.base_sequence
 
     def _set_sequence(self, tp: TopicPartition, batch: _ProducerBatch) -> None:
