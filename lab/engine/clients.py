@@ -59,7 +59,7 @@ from lab.engine.records import (
     record_size,
 )
 from lab.engine.scheduler import Scheduler, Timer
-from lab.engine.storage.producer_state import increment_sequence
+from lab.engine.storage.producer_state import BATCHES_TO_RETAIN, increment_sequence
 from lab.engine.tasks import _UNSET, Pending
 from lab.engine.txn_client import TransactionManager
 
@@ -817,6 +817,7 @@ class Producer(_Client):
         sending = not self.idempotent or self._maybe_init_producer_id()
         by_leader: dict[BrokerId, dict[TopicPartition, _ProducerBatch]] = {}
         next_ms: int | None = None
+        held: list[int] = []  # when the batches held back (not ready for another reason) were made
         need_metadata: set[str] = set()
         for topic, info in self._topics.items():
             sizes: list[int] = []  # queue lengths of the partitions a record without a key may go to
@@ -828,10 +829,14 @@ class Producer(_Client):
                     available.append(partition)
                     sizes.append(len(queue))
                 self._expire_batches(info, partition, now)
-                if not queue or not sending:
+                if not queue:
+                    continue
+                if not sending:
+                    held.append(queue[0].created_ms)
                     continue
                 if leader is None:
                     need_metadata.add(topic)
+                    held.append(queue[0].created_ms)
                     continue
                 if self.availability_timeout_ms and (
                     self._ready_ms.get(leader, now) - self._drain_ms.get(leader, now)
@@ -850,8 +855,9 @@ class Producer(_Client):
                     continue
                 self._ready_ms[leader] = now
                 if leader not in by_leader and self._in_flight.get(leader, 0) >= self.max_in_flight:
-                    continue  # it cannot take more now: only its ready time moves on
+                    continue  # it cannot take more now (an answer or its timeout kicks the sender)
                 if self.idempotent and not self._may_drain(tp, batch):
+                    held.append(batch.created_ms)
                     continue
                 self._drain_ms[leader] = now
                 by_leader.setdefault(leader, {})[tp] = batch
@@ -862,6 +868,15 @@ class Producer(_Client):
         if need_metadata:
             self.metadata.waiters.append(lambda: self._kick(0))
             self.metadata.need(need_metadata)
+        if self._epoch_bump_needed and self.txn is None and not any(self._unresolved.values()):
+            # A batch that expired above was the last one the epoch bump waited for: bump, and send
+            # what waited for it, at once rather than at the next answer or expiry.
+            self._kick(0)
+        elif held:
+            # Kafka's Sender wakes for the accumulator's next expiry too: whatever holds a batch back,
+            # its records get their answer by delivery.timeout.ms.
+            expiry = min(held) + self.delivery_timeout_ms
+            next_ms = expiry if next_ms is None else min(next_ms, expiry)
         if next_ms is not None:
             self._kick(next_ms - now)
         if self._drained is not None:
@@ -996,14 +1011,23 @@ class Producer(_Client):
         self.retried += batch.record_count
         batch.retry_at_ms = self.scheduler.now_ms + self.retry_backoff_ms
         queue = self._topics[batch.tp.topic].queues[batch.tp.partition]
-        if batch.base_sequence < 0:
-            queue.appendleft(batch)
-        else:
+        if batch.base_sequence >= 0:
             # Kafka's insertInSequenceOrder: retries go out in the order of their sequences.
             at = 0
             while at < len(queue) and 0 <= queue[at].base_sequence < batch.base_sequence:
                 at += 1
             queue.insert(at, batch)
+        elif self.idempotent:
+            # Its sequence is lost (_out_of_sequence): it goes out numbered again once the epoch is
+            # bumped, which waits for every batch still holding a sequence, so it queues behind them
+            # (in front, it would hold them back for ever) and behind those sent back before it (in
+            # the order they were sent), ahead of the batches never sent.
+            at = 0
+            while at < len(queue) and (queue[at].base_sequence >= 0 or queue[at].attempts > 0):
+                at += 1
+            queue.insert(at, batch)
+        else:
+            queue.appendleft(batch)
         if batch.attempts == 1:
             self.host.journal.record(
                 "produce_retry",
@@ -1094,12 +1118,21 @@ class Producer(_Client):
 
     def _may_drain(self, tp: TopicPartition, batch: _ProducerBatch) -> bool:
         """Kafka's shouldStopDrainBatchesForPartition: a new batch waits while an epoch bump is due;
-        a retry waits until every batch before it in sequence is answered for good."""
+        a retry waits until every batch before it in sequence is answered for good.
+
+        A new batch also waits while max.in.flight.requests.per.connection of the partition's batches
+        are unanswered, wherever they went. A leader keeps only a producer's last five batches to
+        recognise a retry, and max.in.flight <= 5 keeps a retry among them only while the partition's
+        batches share one connection: after a leader change, batches sent to the old leader and new
+        ones sent to the new leader could make six, and a retry of the oldest would then be taken for
+        a gap (OUT_OF_ORDER_SEQUENCE_NUMBER) and written again under a new epoch."""
         if self.txn is not None and not self.txn.may_send(tp):
             return False
-        if batch.base_sequence < 0:
-            return not self._epoch_bump_needed
         unresolved = self._unresolved.get(tp)
+        if batch.base_sequence < 0:
+            return not self._epoch_bump_needed and (
+                not unresolved or len(unresolved) < min(self.max_in_flight, BATCHES_TO_RETAIN)
+            )
         return not unresolved or unresolved[0] == batch.base_sequence
 
     def _set_sequence(self, tp: TopicPartition, batch: _ProducerBatch) -> None:
