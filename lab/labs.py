@@ -14,20 +14,21 @@ import secrets
 import shutil
 import threading
 from collections.abc import Iterable, Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.db import close_old_connections, transaction
+from django.db import transaction
 from django.template import Context
 from django.template.loader import get_template
 from django.utils.text import slugify
 
 from lab import limits as lab_limits
 from lab import ports
+from lab.db_writer import write_later
 from lab.engine import limits
 from lab.engine.config import validate_broker_config
 from lab.engine.errors import IllegalArgument, KafkaError, PolicyViolation, ZooKeeperNotAvailable
@@ -137,32 +138,17 @@ def save_spec(lab: Lab, spec: LabSpec) -> None:
         lab.save(update_fields=["settings"])
 
 
-_spec_writer: ThreadPoolExecutor | None = None
-_spec_writer_lock = threading.Lock()
-
-
 def save_soon(live: Any) -> Future[None]:
-    """Save a running lab's spec to its row on a writer thread (its driver never waits on the database):
+    """Save a running lab's spec to its row on the writer thread (its driver never waits on the database):
     what changed it without a command that saves after it (an ACL or a SASL user a Kafka client made).
     The write takes the spec as it is when it runs, the newest."""
-    global _spec_writer
-    with _spec_writer_lock:
-        if _spec_writer is None:
-            _spec_writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lab-spec")
-        writer = _spec_writer
 
     def write() -> None:
-        try:
-            found = Lab.objects.filter(slug=live.slug).first()
-            if found is not None:  # a lab deleted meanwhile keeps nothing
-                save_spec(found, live.spec)
-        except Exception:
-            log.exception("lab %s: its spec could not be saved", live.slug)
-            raise
-        finally:
-            close_old_connections()
+        found = Lab.objects.filter(slug=live.slug).first()
+        if found is not None:  # a lab deleted meanwhile keeps nothing
+            save_spec(found, live.spec)
 
-    return writer.submit(write)
+    return write_later(write, f"saving lab {live.slug}'s spec")
 
 
 async def asave_spec(lab: Lab, spec: LabSpec) -> None:

@@ -16,16 +16,16 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Collection, Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass, replace
 from typing import Any
 
-from django.db import close_old_connections
 from django.utils import timezone
 
 from lab.classroom.grading import ExerciseSession
 from lab.classroom.models import Demo, ExerciseProgress, ScenarioLab
 from lab.classroom.player import ScenarioPlayer
+from lab.db_writer import write_later
 from lab.engine.errors import IllegalState
 from lab.exercises.format import Exercise
 from lab.labs import live_of, register_fragment, save_spec
@@ -55,28 +55,10 @@ def register_fragments() -> None:
 
 # ---------------------------------------------------------------------------- saving off the driver thread
 
-_writer: ThreadPoolExecutor | None = None
-_writer_lock = threading.Lock()
-
 
 def save_later(job: Callable[[], None]) -> Future[None]:
-    """Run a database write on the classroom's writer thread (in order), and log a failure."""
-    global _writer
-    with _writer_lock:
-        if _writer is None:
-            _writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="classroom-db")
-        executor = _writer
-
-    def run() -> None:
-        try:
-            job()
-        except Exception:
-            log.exception("classroom: saving failed")
-            raise
-        finally:
-            close_old_connections()
-
-    return executor.submit(run)
+    """Run a database write on the writer thread (in order), and log a failure."""
+    return write_later(job, "classroom: saving")
 
 
 # ---------------------------------------------------------------------------- the lab side (driver thread)
