@@ -14,7 +14,7 @@ from lab.engine.ids import TopicPartition
 from lab.wire.codec import Request
 from lab.wire.connection import Connection
 from lab.wire.registry import serves
-from lab.wire.shape import by_topic, field, make, millis
+from lab.wire.shape import by_topic, committed_offsets, field, make, millis
 
 GROUP, TRANSACTION = 0, 1
 WAIT_MARGIN_MS = 30_000  # beyond a request's own timeout, before the lab gives up on its broker
@@ -155,11 +155,7 @@ async def leave_group(conn: Connection, request: Request) -> Any:
 @serves(8, "OffsetCommit", 2, 8)
 async def offset_commit(conn: Connection, request: Request) -> Any:
     body = request.body
-    offsets = {
-        TopicPartition(topic.name, part.partition_index): part.committed_offset
-        for topic in body.topics
-        for part in topic.partitions
-    }
+    offsets = committed_offsets(body.topics)
     answer: p.OffsetCommitResponse = await conn.call(
         p.OffsetCommitRequest(
             group_id=body.group_id,

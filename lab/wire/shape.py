@@ -127,3 +127,12 @@ def by_topic(items: Iterable[tuple[TopicPartition, dict[str, Any]]]) -> dict[str
     for tp, item in items:
         out.setdefault(tp.topic, []).append(item)
     return out
+
+
+def committed_offsets(topics: Iterable[Any]) -> dict[TopicPartition, int]:
+    """The offsets an OffsetCommit or TxnOffsetCommit request asks to commit, by partition."""
+    return {
+        TopicPartition(topic.name, part.partition_index): part.committed_offset
+        for topic in topics
+        for part in topic.partitions
+    }

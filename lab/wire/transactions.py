@@ -15,7 +15,7 @@ from lab.engine.ids import TopicPartition
 from lab.wire.codec import Request
 from lab.wire.connection import Connection
 from lab.wire.registry import serves
-from lab.wire.shape import by_topic, field, make, millis
+from lab.wire.shape import by_topic, committed_offsets, field, make, millis
 
 
 @serves(22, "InitProducerId", 0, 4)
@@ -105,11 +105,7 @@ async def end_txn(conn: Connection, request: Request) -> Any:
 @serves(28, "TxnOffsetCommit", 0, 3)
 async def txn_offset_commit(conn: Connection, request: Request) -> Any:
     body = request.body
-    offsets = {
-        TopicPartition(topic.name, part.partition_index): part.committed_offset
-        for topic in body.topics
-        for part in topic.partitions
-    }
+    offsets = committed_offsets(body.topics)
     answer: p.TxnOffsetCommitResponse = await conn.call(
         p.TxnOffsetCommitRequest(
             transactional_id=body.transactional_id,
