@@ -94,6 +94,24 @@ class Screen:
     def topics_allowed(self, operation: Operation, topics: Iterable[str], *, log: bool = True) -> set[str]:
         return {t for t in set(topics) if self.may(operation, R.TOPIC, t, log=log)}
 
+    def per_partition(
+        self, operation: Operation, denial: Callable[[TopicPartition], Any], response: Callable[..., Any]
+    ) -> Envelope | None:
+        """A request over ``partitions`` of topics: Kafka answers each partition on its own, so those of
+        topics the principal may not ``operation`` get ``denial`` and the rest are served, the answers
+        put together (``response(partitions=...)`` when nothing is left to serve)."""
+        req = self.env.body
+        allowed = self.topics_allowed(operation, (tp.topic for tp in req.partitions))
+        denied = {tp: denial(tp) for tp in req.partitions if tp.topic not in allowed}
+        if not denied:
+            return self.env
+        kept = {tp: v for tp, v in req.partitions.items() if tp.topic in allowed}
+        if not kept:
+            return self.answer(response(partitions=denied))
+        return self.serve(
+            replace(req, partitions=kept), lambda r: replace(r, partitions={**r.partitions, **denied})
+        )
+
     def answer(self, body: Any) -> Envelope | None:
         self.broker.endpoint.respond(self.env, body)
         return None
@@ -128,20 +146,10 @@ def _produce(s: Screen) -> Envelope | None:
         why = _message(TRANSACTIONAL_ID, f"write {req.transactional_id}")
         failed = p.ProducePartitionResult(error=TRANSACTIONAL_ID, message=why)
         return s.answer(p.ProduceResponse(partitions=dict.fromkeys(req.partitions, failed)))
-    allowed = s.topics_allowed(Op.WRITE, (tp.topic for tp in req.partitions))
-    denied = {
-        tp: p.ProducePartitionResult(error=TOPIC, message=_message(TOPIC, f"write to {tp.topic}"))
-        for tp in req.partitions
-        if tp.topic not in allowed
-    }
-    if not denied:
-        return s.env
-    kept = {tp: b for tp, b in req.partitions.items() if tp.topic in allowed}
-    if not kept:
-        return s.answer(p.ProduceResponse(partitions=denied))
-    return s.serve(
-        replace(req, partitions=kept),
-        lambda r: replace(r, partitions={**r.partitions, **denied}),
+    return s.per_partition(
+        Op.WRITE,
+        lambda tp: p.ProducePartitionResult(error=TOPIC, message=_message(TOPIC, f"write to {tp.topic}")),
+        p.ProduceResponse,
     )
 
 
@@ -152,52 +160,29 @@ def _fetch(s: Screen) -> Envelope | None:
             return s.env
         failed = p.FetchPartitionData(error=CLUSTER, message=_message(CLUSTER, "fetch as a follower"))
         return s.answer(p.FetchResponse(partitions=dict.fromkeys(req.partitions, failed)))
-    allowed = s.topics_allowed(Op.READ, (tp.topic for tp in req.partitions))
-    denied = {
-        tp: p.FetchPartitionData(error=TOPIC, message=_message(TOPIC, f"read {tp.topic}"))
-        for tp in req.partitions
-        if tp.topic not in allowed
-    }
-    if not denied:
-        return s.env
-    kept = {tp: f for tp, f in req.partitions.items() if tp.topic in allowed}
-    if not kept:
-        return s.answer(p.FetchResponse(partitions=denied))
-    return s.serve(replace(req, partitions=kept), lambda r: replace(r, partitions={**r.partitions, **denied}))
+    return s.per_partition(
+        Op.READ,
+        lambda tp: p.FetchPartitionData(error=TOPIC, message=_message(TOPIC, f"read {tp.topic}")),
+        p.FetchResponse,
+    )
 
 
 def _list_offsets(s: Screen) -> Envelope | None:
-    req: p.ListOffsetsRequest = s.env.body
-    allowed = s.topics_allowed(Op.DESCRIBE, (tp.topic for tp in req.partitions))
-    denied = {
-        tp: p.ListOffsetsResult(error=TOPIC, message=_message(TOPIC, f"describe {tp.topic}"))
-        for tp in req.partitions
-        if tp.topic not in allowed
-    }
-    if not denied:
-        return s.env
-    kept = {tp: t for tp, t in req.partitions.items() if tp.topic in allowed}
-    if not kept:
-        return s.answer(p.ListOffsetsResponse(partitions=denied))
-    return s.serve(replace(req, partitions=kept), lambda r: replace(r, partitions={**r.partitions, **denied}))
+    return s.per_partition(
+        Op.DESCRIBE,
+        lambda tp: p.ListOffsetsResult(error=TOPIC, message=_message(TOPIC, f"describe {tp.topic}")),
+        p.ListOffsetsResponse,
+    )
 
 
 def _offsets_for_leader_epoch(s: Screen) -> Envelope | None:
-    req: p.OffsetsForLeaderEpochRequest = s.env.body
     if s.may(Op.CLUSTER_ACTION, R.CLUSTER, log=False):
         return s.env
-    allowed = s.topics_allowed(Op.DESCRIBE, (tp.topic for tp in req.partitions))
-    denied = {
-        tp: p.EpochEndOffset(error=TOPIC, message=_message(TOPIC, f"describe {tp.topic}"))
-        for tp in req.partitions
-        if tp.topic not in allowed
-    }
-    if not denied:
-        return s.env
-    kept = {tp: e for tp, e in req.partitions.items() if tp.topic in allowed}
-    if not kept:
-        return s.answer(p.OffsetsForLeaderEpochResponse(partitions=denied))
-    return s.serve(replace(req, partitions=kept), lambda r: replace(r, partitions={**r.partitions, **denied}))
+    return s.per_partition(
+        Op.DESCRIBE,
+        lambda tp: p.EpochEndOffset(error=TOPIC, message=_message(TOPIC, f"describe {tp.topic}")),
+        p.OffsetsForLeaderEpochResponse,
+    )
 
 
 def _metadata(s: Screen) -> Envelope | None:
