@@ -64,6 +64,14 @@ class Relay:
                 with contextlib.suppress(Exception):  # Redis away: the group's members expire there
                     await layer.group_discard(group, self._channel)
 
+    async def close(self) -> None:
+        """Stop receiving (before the layer's pools close, so the receiver does not see Redis go away)."""
+        if self._receiving is not None:
+            self._receiving.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._receiving
+            self._receiving = None
+
     async def _start(self, layer: Any) -> None:
         if self._receiving is not None:
             self._receiving.cancel()

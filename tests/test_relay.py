@@ -4,6 +4,7 @@ page of the process that watches the lab, and the lab's group has one member how
 from __future__ import annotations
 
 import asyncio
+import uuid
 from typing import Any
 
 from channels_redis.core import RedisChannelLayer
@@ -34,39 +35,41 @@ def test_one_copy_of_a_frame_reaches_every_page_watching_the_lab(redis: str) -> 
     async def run() -> None:
         layer = RedisChannelLayer(hosts=[{"address": redis, "socket_timeout": 30}])
         relay = Relay()
+        # The session's Redis is shared by this process's other tests: groups of this test's own.
+        run = uuid.uuid4().hex[:8]
+        demo_group, own_group = f"lab.demo-{run}", f"lab.student-{run}"
         demo = [Page() for _ in range(30)]  # a class watching the instructor's demo
         own = Page()  # a student's own lab
         for page in demo:
-            await relay.watch(layer, "lab.demo", page)
-        await relay.watch(layer, "lab.student-1", own)
+            await relay.watch(layer, demo_group, page)
+        await relay.watch(layer, own_group, own)
         try:
             # The demo's group has one member: this process's relay, not its 30 pages.
-            async with layer.connection(layer.consistent_hash("lab.demo")) as connection:
-                assert await connection.zcard(layer._group_key("lab.demo")) == 1
-            await layer.group_send("lab.demo", {"type": FRAME, "group": "lab.demo", "html": "<b>1</b>"})
-            await layer.group_send(
-                "lab.student-1", {"type": FRAME, "group": "lab.student-1", "html": "<i>a</i>"}
-            )
+            async with layer.connection(layer.consistent_hash(demo_group)) as connection:
+                assert await connection.zcard(layer._group_key(demo_group)) == 1
+            await layer.group_send(demo_group, {"type": FRAME, "group": demo_group, "html": "<b>1</b>"})
+            await layer.group_send(own_group, {"type": FRAME, "group": own_group, "html": "<i>a</i>"})
             await _until(lambda: all(p.frames for p in demo) and own.frames)
             assert relay.received == 2  # one message for 30 pages, one for one
             assert all(p.frames == ["<b>1</b>"] for p in demo)
             assert own.frames == ["<i>a</i>"]
             # The lab moved to another worker: every page hears it (each subscribes again there).
-            await layer.group_send("lab.demo", {"type": MOVED, "group": "lab.demo", "text": "moved"})
+            await layer.group_send(demo_group, {"type": MOVED, "group": demo_group, "text": "moved"})
             await _until(lambda: all(p.moved == ["moved"] for p in demo))
             assert own.moved == []
             # Pages that leave get nothing more; the last one to leave takes the relay out of the group.
             for page in demo[1:]:
-                await relay.unwatch(layer, "lab.demo", page)
-            await layer.group_send("lab.demo", {"type": FRAME, "group": "lab.demo", "html": "<b>2</b>"})
+                await relay.unwatch(layer, demo_group, page)
+            await layer.group_send(demo_group, {"type": FRAME, "group": demo_group, "html": "<b>2</b>"})
             await _until(lambda: demo[0].frames == ["<b>1</b>", "<b>2</b>"])
             assert all(p.frames == ["<b>1</b>"] for p in demo[1:])
-            await relay.unwatch(layer, "lab.demo", demo[0])
-            assert relay.watching("lab.demo") == 0
-            async with layer.connection(layer.consistent_hash("lab.demo")) as connection:
-                assert await connection.zcard(layer._group_key("lab.demo")) == 0
+            await relay.unwatch(layer, demo_group, demo[0])
+            assert relay.watching(demo_group) == 0
+            async with layer.connection(layer.consistent_hash(demo_group)) as connection:
+                assert await connection.zcard(layer._group_key(demo_group)) == 0
         finally:
-            await relay.unwatch(layer, "lab.student-1", own)
+            await relay.unwatch(layer, own_group, own)
+            await relay.close()
             await layer.close_pools()
 
     asyncio.run(run())

@@ -77,12 +77,16 @@ def test_a_group_send_reaches_every_channel_in_the_group(pair: tuple[Courier, Co
         got.append(message)
 
     answering.serve(handle)
-    answering.call(answering.layer.group_add("lab.demo", answering.channel)).result(5)
-    asking.group_send("lab.demo", {"type": "lab.frame", "html": "<div id=x></div>"}).result(5)
-    deadline = time.monotonic() + 10
-    while not got and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert got == [{"type": "lab.frame", "html": "<div id=x></div>"}]
+    group = f"lab.demo-{uuid.uuid4().hex[:8]}"  # the session's Redis is shared with other tests
+    answering.call(answering.layer.group_add(group, answering.channel)).result(5)
+    try:
+        asking.group_send(group, {"type": "lab.frame", "html": "<div id=x></div>"}).result(5)
+        deadline = time.monotonic() + 10
+        while not got and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert got == [{"type": "lab.frame", "html": "<div id=x></div>"}]
+    finally:
+        answering.call(answering.layer.group_discard(group, answering.channel)).result(5)
 
 
 def test_a_worker_whose_channel_is_full_is_a_timeout_that_says_so(redis: str) -> None:
