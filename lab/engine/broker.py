@@ -16,6 +16,7 @@ import re
 import shutil
 from collections.abc import Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from random import Random
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from lab.engine import authorization, errors
@@ -24,6 +25,7 @@ from lab.engine.authorizer import BrokerAuthorizer
 from lab.engine.config import BrokerConfig, effective_topic_config
 from lab.engine.context import EngineContext
 from lab.engine.errors import KafkaError, NotLeaderOrFollower, RequestTimedOut, UnknownTopicOrPartition
+from lab.engine.fetch_session import FINAL_EPOCH, FetchContext, FetchSessionCache
 from lab.engine.gate import Gate, GatedSession
 from lab.engine.ids import BrokerId, TopicPartition
 from lab.engine.metadata import kafkazk, paths
@@ -186,6 +188,7 @@ class DelayedFetch:
     """A fetch that found nothing new; it waits for data (or the HW) or for max.wait.ms."""
 
     request: Envelope
+    context: FetchContext  # what it reads (a session's fetch: every partition of the session)
     timer: Timer | None = None
     done: bool = False
 
@@ -254,6 +257,11 @@ class Broker:
         self.transactions = TransactionCoordinator(self)
         self.cluster_id: str | None = None
         self._watches = _Watches()
+        # KIP-227: followers' incremental fetch sessions; a restarted broker starts with none.
+        self.fetch_sessions = FetchSessionCache(
+            self.config.int("max.incremental.fetch.session.cache.slots"),
+            Random(f"fetch sessions {ctx.scheduler.seed} {broker_id} {ctx.now_ms}"),
+        )
         self._jobs = SerialQueue(self._job_failed)
         self._link = LinkState.OPEN
         self._recovered: list[str] = []
@@ -765,9 +773,20 @@ class Broker:
     # Fetch.
 
     def _on_fetch(self, env: Envelope) -> None:
-        req: FetchRequest = env.body
         self.stats.fetch_requests += 1
         now = self.now_ms
+        req: FetchRequest = env.body
+        if req.session_epoch == FINAL_EPOCH and not req.session_id:
+            context = FetchContext(req)  # a consumer's (and the wire's): no session
+        else:
+            context = self.fetch_sessions.new_context(req, now)
+            if context.error is not None:
+                self.endpoint.respond(
+                    env,
+                    FetchResponse(partitions={}, error=context.error.name, message=context.error.message),
+                )
+                return
+            req = context.request
         follower = req.replica_id >= 0
         if follower:
             hosted = self.partitions
@@ -791,13 +810,13 @@ class Broker:
                 if partition.maybe_increment_high_watermark():
                     self._high_watermark_moved(tp)
         if req.max_wait_ms > 0 and self._caught_up(req):
-            self._park_fetch(env, req)  # nothing to read yet: no read to find it out
+            self._park_fetch(env, req, context)  # nothing to read yet: no read to find it out
             return
         response, enough = self._read_fetch(req)
         if enough or req.max_wait_ms <= 0:
-            self._send_fetch_response(env, response)
+            self._send_fetch_response(env, response, context)
             return
-        self._park_fetch(env, req)
+        self._park_fetch(env, req, context)
 
     def _caught_up(self, req: FetchRequest) -> bool:
         """A follower fetching from the log end of every partition it asks for, each led here in the
@@ -815,8 +834,8 @@ class Broker:
                 return False
         return True
 
-    def _park_fetch(self, env: Envelope, req: FetchRequest) -> None:
-        delayed = DelayedFetch(env)
+    def _park_fetch(self, env: Envelope, req: FetchRequest, context: FetchContext) -> None:
+        delayed = DelayedFetch(env, context)
         delayed.timer = self.later(req.max_wait_ms, self._expire_fetch, delayed, label="fetch wait")
         for tp in req.partitions:
             self._watches.fetches.setdefault(tp, []).append(delayed)
@@ -906,7 +925,10 @@ class Broker:
             aborted_transactions=aborted if committed else None,
         )
 
-    def _send_fetch_response(self, env: Envelope, response: FetchResponse) -> None:
+    def _send_fetch_response(self, env: Envelope, response: FetchResponse, context: FetchContext) -> None:
+        session = context.session
+        if session is not None:
+            response = session.answer(response, full=context.full)
         self.endpoint.respond(env, response)
 
     def _complete_fetch(self, delayed: DelayedFetch, response: FetchResponse | None = None) -> None:
@@ -914,7 +936,7 @@ class Broker:
             return
         delayed.done = True
         Scheduler.cancel(delayed.timer)
-        req: FetchRequest = delayed.request.body
+        req = delayed.context.request
         for tp in req.partitions:
             waiting = self._watches.fetches.get(tp)
             if waiting and delayed in waiting:
@@ -923,13 +945,13 @@ class Broker:
                     del self._watches.fetches[tp]
         if response is None:
             response, _ = self._read_fetch(req)
-        self._send_fetch_response(delayed.request, response)
+        self._send_fetch_response(delayed.request, response, delayed.context)
 
     def _try_complete_fetch(self, delayed: DelayedFetch) -> None:
         """Answer a waiting fetch if what it would get now is enough (min_bytes, or an error)."""
         if delayed.done:
             return
-        response, enough = self._read_fetch(delayed.request.body)
+        response, enough = self._read_fetch(delayed.context.request)
         if enough:
             self._complete_fetch(delayed, response)
 
@@ -939,7 +961,7 @@ class Broker:
     def _data_appended(self, tp: TopicPartition) -> None:
         """New records at the leader: wake followers waiting for them."""
         for delayed in list(self._watches.fetches.get(tp, ())):
-            if delayed.request.body.replica_id >= 0:
+            if delayed.context.request.replica_id >= 0:
                 self._try_complete_fetch(delayed)
         partition = self.partitions.get(tp)
         if partition is not None and partition.maybe_increment_high_watermark():
@@ -948,7 +970,7 @@ class Broker:
     def _high_watermark_moved(self, tp: TopicPartition) -> None:
         self._check_produces(tp)
         for delayed in list(self._watches.fetches.get(tp, ())):
-            if delayed.request.body.replica_id < 0:
+            if delayed.context.request.replica_id < 0:
                 self._try_complete_fetch(delayed)
 
     def _partition_changed(self, tp: TopicPartition) -> None:
@@ -1393,6 +1415,7 @@ class Broker:
         for fetcher in self.fetchers.values():
             fetcher.stop()
         self.fetchers.clear()
+        self.fetch_sessions.sessions.clear()  # memory: a restarted leader knows no session
 
     def pause(self) -> None:
         if self.state in (BrokerState.RUNNING, BrokerState.STARTING):

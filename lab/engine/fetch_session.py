@@ -1,0 +1,274 @@
+"""Incremental fetch sessions (KIP-227), both sides: the leader's FetchSessionCache and a follower's
+FetchSessionHandler.
+
+A follower's first fetch to a leader is a full one (session id 0, epoch 0: "make me a session").
+The leader answers every partition and a session id; from then on the follower sends that id and
+the next epoch, with only the partitions whose fetch state changed (new fetch offset, log start,
+leader epoch) and the ones it stopped fetching (``forgotten``), and the leader answers only the
+partitions with something to say: records, a new high watermark, last stable offset or log start
+offset, or an error. An idle partition then costs a round neither in the request nor in the answer,
+while the leader still counts its follower as fetching it (the ISR).
+
+The leader keeps ``max.incremental.fetch.session.cache.slots`` sessions. A session id it does not
+know (the leader restarted, or evicted it) answers FETCH_SESSION_ID_NOT_FOUND, an epoch out of step
+INVALID_FETCH_SESSION_EPOCH; either way the follower's next fetch is a full one again. Sessions
+are the follower's only: a consumer's fetch has epoch -1 (sessionless), and the wire layer declines
+real clients' sessions (id 0 in the answer), which KIP-227 allows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from random import Random
+
+from lab.engine.errors import FetchSessionIdNotFound, InvalidFetchSessionEpoch, KafkaError
+from lab.engine.ids import TopicPartition
+from lab.engine.protocol import FetchPartition, FetchPartitionData, FetchRequest, FetchResponse
+
+INVALID_SESSION_ID = 0
+INITIAL_EPOCH = 0  # a full fetch that asks for a new session
+FINAL_EPOCH = -1  # a full fetch without a session (and the end of the one named, if any)
+# Kafka's FetchSessionCache evicts a session unused this long to make room (a constant in Kafka).
+EVICTION_MS = 120_000
+
+
+def next_epoch(epoch: int) -> int:
+    """The epoch after ``epoch``: 1 after 0 and after the largest int32 (0 means a new session)."""
+    return 1 if epoch >= 2**31 - 1 else epoch + 1
+
+
+# ---------------------------------------------------------------------------- the leader's side
+
+
+@dataclass(slots=True)
+class CachedPartition:
+    """A partition of a session: the follower's fetch state, and what the leader last told it."""
+
+    fetch: FetchPartition
+    high_watermark: int = -1
+    last_stable_offset: int = -1
+    log_start_offset: int = -1
+
+
+@dataclass(slots=True, eq=False)
+class FetchSession:
+    id: int
+    replica_id: int
+    epoch: int  # the epoch the next incremental fetch must carry
+    last_used_ms: int
+    partitions: dict[TopicPartition, CachedPartition] = field(default_factory=dict)
+    # The fetch state of every partition, as the leader reads them: one dict kept up to date, and
+    # the request over it, remade only when the follower's wait or size asks change. A follower has
+    # one fetch in flight, so nothing changes them while a fetch of this session waits.
+    fetches: dict[TopicPartition, FetchPartition] = field(default_factory=dict)
+    request: FetchRequest | None = None
+
+    def answer(self, response: FetchResponse, *, full: bool) -> FetchResponse:
+        """The answer to send: every partition of a full fetch; of an incremental one, those with
+        something new (Kafka's CachedPartition.maybeUpdateResponseData). Remembers what was told."""
+        cache = self.partitions
+        kept: dict[TopicPartition, FetchPartitionData] = {}
+        for tp, data in response.partitions.items():
+            cached = cache.get(tp)
+            if cached is None:
+                kept[tp] = data  # forgotten while the fetch waited: answered once more
+                continue
+            if data.error is not None:
+                # Told again once it mends, whatever its high watermark then.
+                cached.high_watermark = -1
+                kept[tp] = data
+                continue
+            if (
+                full
+                or data.records
+                or data.high_watermark != cached.high_watermark
+                or data.last_stable_offset != cached.last_stable_offset
+                or data.log_start_offset != cached.log_start_offset
+            ):
+                cached.high_watermark = data.high_watermark
+                cached.last_stable_offset = data.last_stable_offset
+                cached.log_start_offset = data.log_start_offset
+                kept[tp] = data
+        return FetchResponse(partitions=kept, session_id=self.id)
+
+
+@dataclass(frozen=True, slots=True)
+class FetchContext:
+    """A fetch as the leader serves it: ``request`` names every partition to read (a session's
+    incremental fetch: all of the session's), ``session`` filters the answer (None: sessionless)."""
+
+    request: FetchRequest
+    session: FetchSession | None = None
+    full: bool = True
+    error: KafkaError | None = None
+
+
+class FetchSessionCache:
+    """A leader's sessions (Kafka's FetchSessionCache): at most ``slots``, ids from a seeded random."""
+
+    def __init__(self, slots: int, rng: Random) -> None:
+        self.slots = slots
+        self.sessions: dict[int, FetchSession] = {}
+        self._rng = rng
+        self.evictions = 0
+
+    def new_context(self, req: FetchRequest, now_ms: int) -> FetchContext:
+        """Kafka's FetchManager.newContext: sessionless, a new session, or the next of one."""
+        epoch = req.session_epoch
+        if epoch in (INITIAL_EPOCH, FINAL_EPOCH):
+            if req.session_id != INVALID_SESSION_ID:
+                self.sessions.pop(req.session_id, None)  # the follower closes it
+            if epoch == FINAL_EPOCH or req.replica_id < 0:
+                return FetchContext(req)
+            session = self._create(req, now_ms)
+            return FetchContext(req, session, full=True)
+        session = self.sessions.get(req.session_id)
+        if session is None or session.replica_id != req.replica_id:
+            return FetchContext(
+                req,
+                error=FetchSessionIdNotFound(
+                    f"fetch session {req.session_id} of broker {req.replica_id} is not in the cache"
+                ),
+            )
+        if session.epoch != epoch:
+            return FetchContext(
+                req,
+                error=InvalidFetchSessionEpoch(
+                    f"fetch session {session.id} expected epoch {session.epoch}, got {epoch}"
+                ),
+            )
+        parts, fetches = session.partitions, session.fetches
+        for tp in req.forgotten:
+            parts.pop(tp, None)
+            fetches.pop(tp, None)
+        for tp, fp in req.partitions.items():
+            cached = parts.get(tp)
+            if cached is None:
+                parts[tp] = CachedPartition(fp)
+            else:
+                cached.fetch = fp
+            fetches[tp] = fp
+        session.epoch = next_epoch(epoch)
+        session.last_used_ms = now_ms
+        whole = session.request
+        if (
+            whole is None
+            or whole.max_wait_ms != req.max_wait_ms
+            or whole.min_bytes != req.min_bytes
+            or whole.max_bytes != req.max_bytes
+        ):
+            whole = session.request = FetchRequest(
+                replica_id=req.replica_id,
+                max_wait_ms=req.max_wait_ms,
+                min_bytes=req.min_bytes,
+                partitions=fetches,
+                max_bytes=req.max_bytes,
+                isolation_level=req.isolation_level,
+                session_id=session.id,
+            )
+        return FetchContext(whole, session, full=False)
+
+    def _create(self, req: FetchRequest, now_ms: int) -> FetchSession | None:
+        if len(self.sessions) >= self.slots and not self._evict_one(now_ms):
+            return None  # the cache is full of sessions in use: the follower fetches in full
+        session_id = INVALID_SESSION_ID
+        while session_id == INVALID_SESSION_ID or session_id in self.sessions:
+            session_id = self._rng.randint(1, 2**31 - 1)
+        session = FetchSession(
+            id=session_id,
+            replica_id=req.replica_id,
+            epoch=1,
+            last_used_ms=now_ms,
+            partitions={tp: CachedPartition(fp) for tp, fp in req.partitions.items()},
+            fetches=dict(req.partitions),
+        )
+        self.sessions[session_id] = session
+        return session
+
+    def _evict_one(self, now_ms: int) -> bool:
+        """Room for one more: the least recently used session, if unused for EVICTION_MS (every
+        session here is a follower's, which Kafka's cache ranks alike)."""
+        if not self.sessions:
+            return False
+        oldest = min(self.sessions.values(), key=lambda s: s.last_used_ms)
+        if now_ms - oldest.last_used_ms < EVICTION_MS:
+            return False
+        del self.sessions[oldest.id]
+        self.evictions += 1
+        return True
+
+
+# ---------------------------------------------------------------------------- the follower's side
+
+_NOTHING: Mapping[TopicPartition, FetchPartition] = {}
+
+
+class FetchSessionHandler:
+    """A follower's session with one leader (Kafka's FetchSessionHandler): what to send next."""
+
+    def __init__(self) -> None:
+        self.session_id = INVALID_SESSION_ID
+        self.epoch = INITIAL_EPOCH
+        # What the leader's session holds for each partition (as of the last fetch sent).
+        self.sent: dict[TopicPartition, FetchPartition] = {}
+
+    @property
+    def known(self) -> Mapping[TopicPartition, FetchPartition]:
+        """What the leader's session holds, to send only what differs (nothing outside a session)."""
+        return self.sent if self.epoch != INITIAL_EPOCH else _NOTHING
+
+    def request(
+        self,
+        replica_id: int,
+        max_wait_ms: int,
+        changed: dict[TopicPartition, FetchPartition],
+        fetching: list[TopicPartition],
+    ) -> tuple[FetchRequest, Mapping[TopicPartition, FetchPartition]]:
+        """The next fetch, and every partition it reads (at the offsets the leader will read).
+
+        ``fetching`` names every partition to fetch now, ``changed`` those of them whose fetch
+        state differs from ``sent`` (all of them when there is no session yet)."""
+        sent = self.sent
+        forgotten: tuple[TopicPartition, ...] = ()
+        if self.epoch == INITIAL_EPOCH:
+            sent = self.sent = changed
+        else:
+            if len(fetching) != len(sent) or any(tp not in sent for tp in changed):
+                now = set(fetching)
+                forgotten = tuple(tp for tp in sent if tp not in now)
+            if changed or forgotten:
+                # A new dict: the fetch in flight keeps the one it was sent with.
+                sent = {**sent, **changed}
+                for tp in forgotten:
+                    del sent[tp]
+                self.sent = sent
+        request = FetchRequest(
+            replica_id=replica_id,
+            max_wait_ms=max_wait_ms,
+            min_bytes=1,
+            partitions=changed,
+            session_id=self.session_id,
+            session_epoch=self.epoch,
+            forgotten=forgotten,
+        )
+        return request, sent
+
+    def handle_response(self, response: FetchResponse) -> bool:
+        """Take an answer's session part; False when the fetch failed as a whole (a session error:
+        the next fetch is a full one)."""
+        if response.error is not None:
+            self.reset()
+            return False
+        if self.epoch == INITIAL_EPOCH:
+            self.session_id = response.session_id
+            # Declined (id 0): the next fetch is a full one again, asking once more.
+            self.epoch = INITIAL_EPOCH if response.session_id == INVALID_SESSION_ID else 1
+        else:
+            self.epoch = next_epoch(self.epoch)
+        return True
+
+    def reset(self) -> None:
+        """After an error: the next fetch is a full one, closing this session if the leader has it."""
+        self.epoch = INITIAL_EPOCH
+        self.sent = {}
