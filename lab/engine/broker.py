@@ -812,7 +812,7 @@ class Broker:
         if req.max_wait_ms > 0 and self._caught_up(req):
             self._park_fetch(env, req, context)  # nothing to read yet: no read to find it out
             return
-        response, enough = self._read_fetch(req)
+        response, enough = self._read_fetch(req, context)
         if enough or req.max_wait_ms <= 0:
             self._send_fetch_response(env, response, context)
             return
@@ -840,10 +840,14 @@ class Broker:
         for tp in req.partitions:
             self._watches.fetches.setdefault(tp, []).append(delayed)
 
-    def _read_fetch(self, req: FetchRequest) -> tuple[FetchResponse, bool]:
+    def _read_fetch(self, req: FetchRequest, context: FetchContext) -> tuple[FetchResponse, bool]:
         """The response as it stands, and whether it is enough to send now: an error, or at least
         ``min_bytes`` of records (Kafka's DelayedFetch). ``max_bytes`` bounds the whole response,
-        but the first batch is served whatever its size, so a large batch cannot stall a consumer."""
+        but the first batch is served whatever its size, so a large batch cannot stall a consumer.
+        An incremental fetch session's answer leaves out the partitions with nothing new (KIP-227)."""
+        session = context.session
+        cached = None if session is None or context.full else session.partitions
+        hosted = self.partitions
         follower = req.replica_id >= 0
         committed = req.isolation_level == 1
         read = self._read_partition
@@ -851,6 +855,11 @@ class Broker:
         total = 0
         error = False
         for tp, fp in req.partitions.items():
+            if cached is not None:
+                told = cached.get(tp)
+                partition = hosted.get(tp)
+                if told is not None and partition is not None and told.quiet(partition):
+                    continue
             if total:
                 room = req.max_bytes - total
                 if room <= 0:
@@ -862,7 +871,8 @@ class Broker:
             total += len(data.records)
             if data.error is not None:
                 error = True
-        return FetchResponse(partitions=out), error or total >= max(1, req.min_bytes)
+        response = FetchResponse(partitions=out, session_id=session.id if session is not None else 0)
+        return response, error or total >= max(1, req.min_bytes)
 
     def _read_partition(
         self, tp: TopicPartition, fp: FetchPartition, *, follower: bool, committed: bool = False
@@ -926,9 +936,8 @@ class Broker:
         )
 
     def _send_fetch_response(self, env: Envelope, response: FetchResponse, context: FetchContext) -> None:
-        session = context.session
-        if session is not None:
-            response = session.answer(response, full=context.full)
+        if context.session is not None:
+            context.session.told(response)
         self.endpoint.respond(env, response)
 
     def _complete_fetch(self, delayed: DelayedFetch, response: FetchResponse | None = None) -> None:
@@ -944,14 +953,14 @@ class Broker:
                 if not waiting:
                     del self._watches.fetches[tp]
         if response is None:
-            response, _ = self._read_fetch(req)
+            response, _ = self._read_fetch(req, delayed.context)
         self._send_fetch_response(delayed.request, response, delayed.context)
 
     def _try_complete_fetch(self, delayed: DelayedFetch) -> None:
         """Answer a waiting fetch if what it would get now is enough (min_bytes, or an error)."""
         if delayed.done:
             return
-        response, enough = self._read_fetch(delayed.context.request)
+        response, enough = self._read_fetch(delayed.context.request, delayed.context)
         if enough:
             self._complete_fetch(delayed, response)
 

@@ -21,10 +21,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from random import Random
+from typing import TYPE_CHECKING, NamedTuple
 
 from lab.engine.errors import FetchSessionIdNotFound, InvalidFetchSessionEpoch, KafkaError
 from lab.engine.ids import TopicPartition
-from lab.engine.protocol import FetchPartition, FetchPartitionData, FetchRequest, FetchResponse
+from lab.engine.protocol import FetchPartition, FetchRequest, FetchResponse
+
+if TYPE_CHECKING:
+    from lab.engine.partition import Partition
 
 INVALID_SESSION_ID = 0
 INITIAL_EPOCH = 0  # a full fetch that asks for a new session
@@ -50,6 +54,19 @@ class CachedPartition:
     last_stable_offset: int = -1
     log_start_offset: int = -1
 
+    def quiet(self, partition: Partition) -> bool:
+        """Nothing to tell (Kafka's CachedPartition.maybeUpdateResponseData would leave it out): the
+        follower is at the log end of the leader it names, and the offsets it was told still hold."""
+        fetch, log = self.fetch, partition.log
+        return (
+            fetch.fetch_offset == log.log_end_offset
+            and partition.high_watermark == self.high_watermark
+            and partition.last_stable_offset == self.last_stable_offset
+            and log.log_start_offset == self.log_start_offset
+            and fetch.current_leader_epoch == partition.leader_epoch
+            and partition.is_leader
+        )
+
 
 @dataclass(slots=True, eq=False)
 class FetchSession:
@@ -64,39 +81,25 @@ class FetchSession:
     fetches: dict[TopicPartition, FetchPartition] = field(default_factory=dict)
     request: FetchRequest | None = None
 
-    def answer(self, response: FetchResponse, *, full: bool) -> FetchResponse:
-        """The answer to send: every partition of a full fetch; of an incremental one, those with
-        something new (Kafka's CachedPartition.maybeUpdateResponseData). Remembers what was told."""
+    def told(self, response: FetchResponse) -> None:
+        """Remember what an answer (as sent) told the follower."""
         cache = self.partitions
-        kept: dict[TopicPartition, FetchPartitionData] = {}
         for tp, data in response.partitions.items():
             cached = cache.get(tp)
             if cached is None:
-                kept[tp] = data  # forgotten while the fetch waited: answered once more
-                continue
+                continue  # forgotten while the fetch waited
             if data.error is not None:
-                # Told again once it mends, whatever its high watermark then.
-                cached.high_watermark = -1
-                kept[tp] = data
-                continue
-            if (
-                full
-                or data.records
-                or data.high_watermark != cached.high_watermark
-                or data.last_stable_offset != cached.last_stable_offset
-                or data.log_start_offset != cached.log_start_offset
-            ):
+                cached.high_watermark = -1  # told again once it mends, whatever its offsets then
+            else:
                 cached.high_watermark = data.high_watermark
                 cached.last_stable_offset = data.last_stable_offset
                 cached.log_start_offset = data.log_start_offset
-                kept[tp] = data
-        return FetchResponse(partitions=kept, session_id=self.id)
 
 
-@dataclass(frozen=True, slots=True)
-class FetchContext:
+class FetchContext(NamedTuple):
     """A fetch as the leader serves it: ``request`` names every partition to read (a session's
-    incremental fetch: all of the session's), ``session`` filters the answer (None: sessionless)."""
+    incremental fetch: all of the session's); ``session`` is the session it belongs to (None:
+    sessionless), and an incremental one (not ``full``) answers only partitions with news."""
 
     request: FetchRequest
     session: FetchSession | None = None
@@ -201,8 +204,6 @@ class FetchSessionCache:
 
 # ---------------------------------------------------------------------------- the follower's side
 
-_NOTHING: Mapping[TopicPartition, FetchPartition] = {}
-
 
 class FetchSessionHandler:
     """A follower's session with one leader (Kafka's FetchSessionHandler): what to send next."""
@@ -210,13 +211,10 @@ class FetchSessionHandler:
     def __init__(self) -> None:
         self.session_id = INVALID_SESSION_ID
         self.epoch = INITIAL_EPOCH
-        # What the leader's session holds for each partition (as of the last fetch sent).
+        # What the leader's session holds for each partition (as of the last fetch sent), and the
+        # same while in a session (empty outside one): what the next fetch need not send again.
         self.sent: dict[TopicPartition, FetchPartition] = {}
-
-    @property
-    def known(self) -> Mapping[TopicPartition, FetchPartition]:
-        """What the leader's session holds, to send only what differs (nothing outside a session)."""
-        return self.sent if self.epoch != INITIAL_EPOCH else _NOTHING
+        self.known: dict[TopicPartition, FetchPartition] = {}
 
     def request(
         self,
@@ -234,7 +232,7 @@ class FetchSessionHandler:
         if self.epoch == INITIAL_EPOCH:
             sent = self.sent = changed
         else:
-            if len(fetching) != len(sent) or any(tp not in sent for tp in changed):
+            if len(fetching) != len(sent) or not changed.keys() <= sent.keys():
                 now = set(fetching)
                 forgotten = tuple(tp for tp in sent if tp not in now)
             if changed or forgotten:
@@ -242,7 +240,7 @@ class FetchSessionHandler:
                 sent = {**sent, **changed}
                 for tp in forgotten:
                     del sent[tp]
-                self.sent = sent
+                self.known = self.sent = sent
         request = FetchRequest(
             replica_id=replica_id,
             max_wait_ms=max_wait_ms,
@@ -263,7 +261,12 @@ class FetchSessionHandler:
         if self.epoch == INITIAL_EPOCH:
             self.session_id = response.session_id
             # Declined (id 0): the next fetch is a full one again, asking once more.
-            self.epoch = INITIAL_EPOCH if response.session_id == INVALID_SESSION_ID else 1
+            self.epoch = INITIAL_EPOCH
+            if response.session_id == INVALID_SESSION_ID:
+                self.known = {}
+            else:
+                self.epoch = 1
+                self.known = self.sent
         else:
             self.epoch = next_epoch(self.epoch)
         return True
@@ -271,4 +274,4 @@ class FetchSessionHandler:
     def reset(self) -> None:
         """After an error: the next fetch is a full one, closing this session if the leader has it."""
         self.epoch = INITIAL_EPOCH
-        self.sent = {}
+        self.known = self.sent = {}

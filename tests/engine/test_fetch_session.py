@@ -20,7 +20,7 @@ from lab.engine.fetch_session import (
 )
 from lab.engine.ids import TopicPartition
 from lab.engine.network import Envelope
-from lab.engine.protocol import FetchPartition, FetchPartitionData, FetchRequest, FetchResponse
+from lab.engine.protocol import FetchPartition, FetchRequest, FetchResponse
 from tests.engine.helpers import checked_cluster, hw, kinds, part, values
 
 BUSY = TopicPartition("busy", 0)
@@ -254,30 +254,24 @@ def test_a_full_cache_declines_until_a_session_has_been_unused_for_two_minutes()
     assert cache.evictions == 1
 
 
-def test_an_incremental_answer_holds_only_partitions_with_something_new() -> None:
-    cache = FetchSessionCache(10, Random(1))
-    parts = {BUSY: FetchPartition(fetch_offset=0), IDLE: FetchPartition(fetch_offset=0)}
-    made = cache.new_context(_fetch(session_epoch=INITIAL_EPOCH, partitions=parts), 0)
-    session = made.session
-    assert session is not None
-    quiet = FetchPartitionData(high_watermark=0, last_stable_offset=0, log_start_offset=0)
-    full = session.answer(FetchResponse(partitions={BUSY: quiet, IDLE: quiet}), full=True)
-    assert set(full.partitions) == {BUSY, IDLE}
-    assert full.session_id == session.id
-    again = session.answer(FetchResponse(partitions={BUSY: quiet, IDLE: quiet}), full=False)
-    assert again.partitions == {}
-    moved = FetchPartitionData(high_watermark=3, last_stable_offset=3, log_start_offset=0)
-    data = FetchPartitionData(high_watermark=0, last_stable_offset=0, log_start_offset=0, records=b"x")
-    failed = FetchPartitionData(error="NOT_LEADER_OR_FOLLOWER")
-    got = session.answer(FetchResponse(partitions={BUSY: moved, IDLE: data}), full=False)
-    assert set(got.partitions) == {BUSY, IDLE}
-    assert set(
-        session.answer(FetchResponse(partitions={BUSY: failed, IDLE: quiet}), full=False).partitions
-    ) == {BUSY}
-    # After an error the partition is told again once it mends, even at the same high watermark.
-    assert set(
-        session.answer(FetchResponse(partitions={BUSY: moved, IDLE: quiet}), full=False).partitions
-    ) == {BUSY}
+def test_an_incremental_answer_names_a_quiet_partition_once_when_its_high_watermark_moves() -> None:
+    with two_topics() as c:
+        p = c.producer(acks="all")
+        p.send("busy", "b0")
+        p.send("idle", "i0")
+        p.flush()
+        p.send("busy", "b1")
+        p.flush()
+        tap = Wiretap(c)
+        p.send("idle", "i1")  # the follower fetches it; its next fetch moves the leader's HW to 2
+        p.flush()
+        for i in range(2, 5):
+            p.send("busy", f"b{i}")
+            p.flush()
+        told = [r.partitions[IDLE] for r in tap.responses(1, 2) if IDLE in r.partitions]
+        # Once with the record, once with the new high watermark alone; then nothing new to say.
+        assert [(d.record_count, d.high_watermark) for d in told] == [(1, 1), (0, 2)]
+        assert hw(c, 2, "idle") == 2
 
 
 def test_the_follower_sends_only_what_changed_and_forgets_what_it_stopped_fetching() -> None:
