@@ -781,10 +781,7 @@ class Broker:
         else:
             context = self.fetch_sessions.new_context(req, now)
             if context.error is not None:
-                self.endpoint.respond(
-                    env,
-                    FetchResponse(partitions={}, error=context.error.name, message=context.error.message),
-                )
+                self.endpoint.respond(env, FetchResponse(partitions={}, error=context.error.name))
                 return
             req = context.request
         follower = req.replica_id >= 0
@@ -858,7 +855,7 @@ class Broker:
             if cached is not None:
                 told = cached.get(tp)
                 partition = hosted.get(tp)
-                if told is not None and partition is not None and told.quiet(partition):
+                if told is not None and partition is not None and told.quiet(fp, partition):
                     continue
             if total:
                 room = req.max_bytes - total

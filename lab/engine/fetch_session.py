@@ -47,17 +47,17 @@ def next_epoch(epoch: int) -> int:
 
 @dataclass(slots=True)
 class CachedPartition:
-    """A partition of a session: the follower's fetch state, and what the leader last told it."""
+    """What the leader last told the follower of a partition of a session (its fetch state is in
+    the session's ``fetches``)."""
 
-    fetch: FetchPartition
     high_watermark: int = -1
     last_stable_offset: int = -1
     log_start_offset: int = -1
 
-    def quiet(self, partition: Partition) -> bool:
+    def quiet(self, fetch: FetchPartition, partition: Partition) -> bool:
         """Nothing to tell (Kafka's CachedPartition.maybeUpdateResponseData would leave it out): the
         follower is at the log end of the leader it names, and the offsets it was told still hold."""
-        fetch, log = self.fetch, partition.log
+        log = partition.log
         return (
             fetch.fetch_offset == log.log_end_offset
             and partition.high_watermark == self.high_watermark
@@ -80,6 +80,36 @@ class FetchSession:
     # one fetch in flight, so nothing changes them while a fetch of this session waits.
     fetches: dict[TopicPartition, FetchPartition] = field(default_factory=dict)
     request: FetchRequest | None = None
+
+    def next(self, req: FetchRequest, now_ms: int) -> FetchContext:
+        """Take an incremental fetch at the expected epoch: what changed, what is forgotten."""
+        parts, fetches = self.partitions, self.fetches
+        for tp in req.forgotten:
+            parts.pop(tp, None)
+            fetches.pop(tp, None)
+        for tp, fp in req.partitions.items():
+            if tp not in fetches:
+                parts[tp] = CachedPartition()
+            fetches[tp] = fp
+        self.epoch = next_epoch(self.epoch)
+        self.last_used_ms = now_ms
+        whole = self.request
+        if (
+            whole is None
+            or whole.max_wait_ms != req.max_wait_ms
+            or whole.min_bytes != req.min_bytes
+            or whole.max_bytes != req.max_bytes
+        ):
+            whole = self.request = FetchRequest(
+                replica_id=req.replica_id,
+                max_wait_ms=req.max_wait_ms,
+                min_bytes=req.min_bytes,
+                partitions=fetches,
+                max_bytes=req.max_bytes,
+                isolation_level=req.isolation_level,
+                session_id=self.id,
+            )
+        return FetchContext(whole, self, False)
 
     def told(self, response: FetchResponse) -> None:
         """Remember what an answer (as sent) told the follower."""
@@ -117,60 +147,22 @@ class FetchSessionCache:
         self.evictions = 0
 
     def new_context(self, req: FetchRequest, now_ms: int) -> FetchContext:
-        """Kafka's FetchManager.newContext: sessionless, a new session, or the next of one."""
+        """Kafka's FetchManager.newContext: the next fetch of a session, a new session, or none."""
         epoch = req.session_epoch
-        if epoch in (INITIAL_EPOCH, FINAL_EPOCH):
-            if req.session_id != INVALID_SESSION_ID:
-                self.sessions.pop(req.session_id, None)  # the follower closes it
-            if epoch == FINAL_EPOCH or req.replica_id < 0:
-                return FetchContext(req)
-            session = self._create(req, now_ms)
-            return FetchContext(req, session, full=True)
-        session = self.sessions.get(req.session_id)
-        if session is None or session.replica_id != req.replica_id:
-            return FetchContext(
-                req,
-                error=FetchSessionIdNotFound(
-                    f"fetch session {req.session_id} of broker {req.replica_id} is not in the cache"
-                ),
-            )
-        if session.epoch != epoch:
-            return FetchContext(
-                req,
-                error=InvalidFetchSessionEpoch(
-                    f"fetch session {session.id} expected epoch {session.epoch}, got {epoch}"
-                ),
-            )
-        parts, fetches = session.partitions, session.fetches
-        for tp in req.forgotten:
-            parts.pop(tp, None)
-            fetches.pop(tp, None)
-        for tp, fp in req.partitions.items():
-            cached = parts.get(tp)
-            if cached is None:
-                parts[tp] = CachedPartition(fp)
-            else:
-                cached.fetch = fp
-            fetches[tp] = fp
-        session.epoch = next_epoch(epoch)
-        session.last_used_ms = now_ms
-        whole = session.request
-        if (
-            whole is None
-            or whole.max_wait_ms != req.max_wait_ms
-            or whole.min_bytes != req.min_bytes
-            or whole.max_bytes != req.max_bytes
-        ):
-            whole = session.request = FetchRequest(
-                replica_id=req.replica_id,
-                max_wait_ms=req.max_wait_ms,
-                min_bytes=req.min_bytes,
-                partitions=fetches,
-                max_bytes=req.max_bytes,
-                isolation_level=req.isolation_level,
-                session_id=session.id,
-            )
-        return FetchContext(whole, session, full=False)
+        if epoch > INITIAL_EPOCH:
+            session = self.sessions.get(req.session_id)
+            if session is None or session.replica_id != req.replica_id:
+                why = f"fetch session {req.session_id} of broker {req.replica_id} is not in the cache"
+                return FetchContext(req, error=FetchSessionIdNotFound(why))
+            if session.epoch != epoch:
+                why = f"fetch session {session.id} expected epoch {session.epoch}, got {epoch}"
+                return FetchContext(req, error=InvalidFetchSessionEpoch(why))
+            return session.next(req, now_ms)
+        if req.session_id != INVALID_SESSION_ID:
+            self.sessions.pop(req.session_id, None)  # the follower closes it
+        if epoch == FINAL_EPOCH or req.replica_id < 0:
+            return FetchContext(req)
+        return FetchContext(req, self._create(req, now_ms), True)
 
     def _create(self, req: FetchRequest, now_ms: int) -> FetchSession | None:
         if len(self.sessions) >= self.slots and not self._evict_one(now_ms):
@@ -183,7 +175,7 @@ class FetchSessionCache:
             replica_id=req.replica_id,
             epoch=1,
             last_used_ms=now_ms,
-            partitions={tp: CachedPartition(fp) for tp, fp in req.partitions.items()},
+            partitions={tp: CachedPartition() for tp in req.partitions},
             fetches=dict(req.partitions),
         )
         self.sessions[session_id] = session
@@ -260,10 +252,8 @@ class FetchSessionHandler:
             return False
         if self.epoch == INITIAL_EPOCH:
             self.session_id = response.session_id
-            # Declined (id 0): the next fetch is a full one again, asking once more.
-            self.epoch = INITIAL_EPOCH
             if response.session_id == INVALID_SESSION_ID:
-                self.known = {}
+                self.known = {}  # declined: the next fetch is a full one again, asking once more
             else:
                 self.epoch = 1
                 self.known = self.sent

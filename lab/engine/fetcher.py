@@ -205,8 +205,8 @@ class ReplicaFetcher:
             # The leader lost our session (it restarted, or evicted it): a full fetch, at once.
             self.broker.journal(
                 "fetch_session_reset",
-                f"broker {self.broker.id}'s fetch session with broker {self.leader} ended ({response.error}: "
-                f"{response.message}); its next fetch names every partition again",
+                f"broker {self.broker.id}'s fetch session with broker {self.leader} ended ({response.error}): "
+                "its next fetch names every partition again",
             )
             self._kick(0)
             return

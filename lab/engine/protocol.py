@@ -101,7 +101,6 @@ class FetchPartitionData:
 class FetchResponse:
     partitions: Mapping[TopicPartition, FetchPartitionData]
     error: str | None = None  # the fetch as a whole (a session's error); then no partitions
-    message: str = ""
     session_id: int = 0  # the fetch session this answer belongs to (0: none)
 
 
