@@ -16,7 +16,6 @@ import re
 import shutil
 from collections.abc import Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from random import Random
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from lab.engine import authorization, errors
@@ -25,7 +24,6 @@ from lab.engine.authorizer import BrokerAuthorizer
 from lab.engine.config import BrokerConfig, effective_topic_config
 from lab.engine.context import EngineContext
 from lab.engine.errors import KafkaError, NotLeaderOrFollower, RequestTimedOut, UnknownTopicOrPartition
-from lab.engine.fetch_session import FINAL_EPOCH, FetchContext, FetchSessionCache
 from lab.engine.gate import Gate, GatedSession
 from lab.engine.ids import BrokerId, TopicPartition
 from lab.engine.metadata import kafkazk, paths
@@ -188,7 +186,6 @@ class DelayedFetch:
     """A fetch that found nothing new; it waits for data (or the HW) or for max.wait.ms."""
 
     request: Envelope
-    context: FetchContext  # what it reads (a session's fetch: every partition of the session)
     timer: Timer | None = None
     done: bool = False
 
@@ -257,11 +254,6 @@ class Broker:
         self.transactions = TransactionCoordinator(self)
         self.cluster_id: str | None = None
         self._watches = _Watches()
-        # KIP-227: followers' incremental fetch sessions; a restarted broker starts with none.
-        self.fetch_sessions = FetchSessionCache(
-            self.config.int("max.incremental.fetch.session.cache.slots"),
-            Random(f"fetch sessions {ctx.scheduler.seed} {broker_id} {ctx.now_ms}"),
-        )
         self._jobs = SerialQueue(self._job_failed)
         self._link = LinkState.OPEN
         self._recovered: list[str] = []
@@ -773,17 +765,9 @@ class Broker:
     # Fetch.
 
     def _on_fetch(self, env: Envelope) -> None:
+        req: FetchRequest = env.body
         self.stats.fetch_requests += 1
         now = self.now_ms
-        req: FetchRequest = env.body
-        if req.session_epoch == FINAL_EPOCH and not req.session_id:
-            context = FetchContext(req)  # a consumer's (and the wire's): no session
-        else:
-            context = self.fetch_sessions.new_context(req, now)
-            if context.error is not None:
-                self.endpoint.respond(env, FetchResponse(partitions={}, error=context.error.name))
-                return
-            req = context.request
         follower = req.replica_id >= 0
         if follower:
             hosted = self.partitions
@@ -807,13 +791,13 @@ class Broker:
                 if partition.maybe_increment_high_watermark():
                     self._high_watermark_moved(tp)
         if req.max_wait_ms > 0 and self._caught_up(req):
-            self._park_fetch(env, req, context)  # nothing to read yet: no read to find it out
+            self._park_fetch(env, req)  # nothing to read yet: no read to find it out
             return
-        response, enough = self._read_fetch(req, context)
+        response, enough = self._read_fetch(req)
         if enough or req.max_wait_ms <= 0:
-            self._send_fetch_response(env, response, context)
+            self._send_fetch_response(env, response)
             return
-        self._park_fetch(env, req, context)
+        self._park_fetch(env, req)
 
     def _caught_up(self, req: FetchRequest) -> bool:
         """A follower fetching from the log end of every partition it asks for, each led here in the
@@ -831,20 +815,16 @@ class Broker:
                 return False
         return True
 
-    def _park_fetch(self, env: Envelope, req: FetchRequest, context: FetchContext) -> None:
-        delayed = DelayedFetch(env, context)
+    def _park_fetch(self, env: Envelope, req: FetchRequest) -> None:
+        delayed = DelayedFetch(env)
         delayed.timer = self.later(req.max_wait_ms, self._expire_fetch, delayed, label="fetch wait")
         for tp in req.partitions:
             self._watches.fetches.setdefault(tp, []).append(delayed)
 
-    def _read_fetch(self, req: FetchRequest, context: FetchContext) -> tuple[FetchResponse, bool]:
+    def _read_fetch(self, req: FetchRequest) -> tuple[FetchResponse, bool]:
         """The response as it stands, and whether it is enough to send now: an error, or at least
         ``min_bytes`` of records (Kafka's DelayedFetch). ``max_bytes`` bounds the whole response,
-        but the first batch is served whatever its size, so a large batch cannot stall a consumer.
-        An incremental fetch session's answer leaves out the partitions with nothing new (KIP-227)."""
-        session = context.session
-        cached = None if session is None or context.full else session.partitions
-        hosted = self.partitions
+        but the first batch is served whatever its size, so a large batch cannot stall a consumer."""
         follower = req.replica_id >= 0
         committed = req.isolation_level == 1
         read = self._read_partition
@@ -852,11 +832,6 @@ class Broker:
         total = 0
         error = False
         for tp, fp in req.partitions.items():
-            if cached is not None:
-                told = cached.get(tp)
-                partition = hosted.get(tp)
-                if told is not None and partition is not None and told.quiet(fp, partition):
-                    continue
             if total:
                 room = req.max_bytes - total
                 if room <= 0:
@@ -868,8 +843,7 @@ class Broker:
             total += len(data.records)
             if data.error is not None:
                 error = True
-        response = FetchResponse(partitions=out, session_id=session.id if session is not None else 0)
-        return response, error or total >= max(1, req.min_bytes)
+        return FetchResponse(partitions=out), error or total >= max(1, req.min_bytes)
 
     def _read_partition(
         self, tp: TopicPartition, fp: FetchPartition, *, follower: bool, committed: bool = False
@@ -932,9 +906,7 @@ class Broker:
             aborted_transactions=aborted if committed else None,
         )
 
-    def _send_fetch_response(self, env: Envelope, response: FetchResponse, context: FetchContext) -> None:
-        if context.session is not None:
-            context.session.told(response)
+    def _send_fetch_response(self, env: Envelope, response: FetchResponse) -> None:
         self.endpoint.respond(env, response)
 
     def _complete_fetch(self, delayed: DelayedFetch, response: FetchResponse | None = None) -> None:
@@ -942,7 +914,7 @@ class Broker:
             return
         delayed.done = True
         Scheduler.cancel(delayed.timer)
-        req = delayed.context.request
+        req: FetchRequest = delayed.request.body
         for tp in req.partitions:
             waiting = self._watches.fetches.get(tp)
             if waiting and delayed in waiting:
@@ -950,14 +922,14 @@ class Broker:
                 if not waiting:
                     del self._watches.fetches[tp]
         if response is None:
-            response, _ = self._read_fetch(req, delayed.context)
-        self._send_fetch_response(delayed.request, response, delayed.context)
+            response, _ = self._read_fetch(req)
+        self._send_fetch_response(delayed.request, response)
 
     def _try_complete_fetch(self, delayed: DelayedFetch) -> None:
         """Answer a waiting fetch if what it would get now is enough (min_bytes, or an error)."""
         if delayed.done:
             return
-        response, enough = self._read_fetch(delayed.context.request, delayed.context)
+        response, enough = self._read_fetch(delayed.request.body)
         if enough:
             self._complete_fetch(delayed, response)
 
@@ -967,7 +939,7 @@ class Broker:
     def _data_appended(self, tp: TopicPartition) -> None:
         """New records at the leader: wake followers waiting for them."""
         for delayed in list(self._watches.fetches.get(tp, ())):
-            if delayed.context.request.replica_id >= 0:
+            if delayed.request.body.replica_id >= 0:
                 self._try_complete_fetch(delayed)
         partition = self.partitions.get(tp)
         if partition is not None and partition.maybe_increment_high_watermark():
@@ -976,7 +948,7 @@ class Broker:
     def _high_watermark_moved(self, tp: TopicPartition) -> None:
         self._check_produces(tp)
         for delayed in list(self._watches.fetches.get(tp, ())):
-            if delayed.context.request.replica_id < 0:
+            if delayed.request.body.replica_id < 0:
                 self._try_complete_fetch(delayed)
 
     def _partition_changed(self, tp: TopicPartition) -> None:
@@ -1421,7 +1393,6 @@ class Broker:
         for fetcher in self.fetchers.values():
             fetcher.stop()
         self.fetchers.clear()
-        self.fetch_sessions.sessions.clear()  # memory: a restarted leader knows no session
 
     def pause(self) -> None:
         if self.state in (BrokerState.RUNNING, BrokerState.STARTING):

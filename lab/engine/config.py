@@ -269,15 +269,6 @@ _key(
     minimum=0,
 )
 _key(
-    "max.incremental.fetch.session.cache.slots",
-    "broker",
-    "int",
-    "1000",
-    "Incremental fetch sessions (KIP-227) a leader keeps; a follower beyond them fetches every partition "
-    "every time, and one unused for 2 minutes may be evicted to make room.",
-    minimum=0,
-)
-_key(
     "replica.socket.timeout.ms",
     "broker",
     "int",

@@ -396,20 +396,6 @@ def _all_errors(base: type[KafkaError]) -> list[type[KafkaError]]:
     return out
 
 
-class FetchSessionIdNotFound(KafkaError):
-    """An incremental fetch named a session the leader does not have (restarted, or evicted it)."""
-
-    name = "FETCH_SESSION_ID_NOT_FOUND"
-    retriable = True
-
-
-class InvalidFetchSessionEpoch(KafkaError):
-    """An incremental fetch's session epoch is not the one the leader expects next."""
-
-    name = "INVALID_FETCH_SESSION_EPOCH"
-    retriable = True
-
-
 class NotController(KafkaError):
     name = "NOT_CONTROLLER"
     retriable = True

@@ -6,26 +6,20 @@ fetches from its log end offset, appends what comes back, and learns the
 leader's high watermark, one round late as in Kafka. In fast mode the next
 fetch leaves at once and waits at the leader for data (long poll); the lab's
 ``lab.replica.fetch.pace.ms`` spaces fetches out so a class can watch.
-
-Fetches go in an incremental fetch session (KIP-227, ``fetch_session.py``): after the first,
-full, fetch, only the partitions whose fetch offset (or log start, or epoch) moved are sent, and
-the leader answers only those with news. A session error (the leader restarted, or lost count)
-makes the next fetch a full one.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from lab.engine.errors import KafkaError
-from lab.engine.fetch_session import FetchSessionHandler
 from lab.engine.ids import BrokerId, TopicPartition
 from lab.engine.protocol import (
     EpochEndOffset,
     FetchPartition,
     FetchPartitionData,
+    FetchRequest,
     FetchResponse,
     OffsetsForLeaderEpochRequest,
     OffsetsForLeaderEpochResponse,
@@ -52,7 +46,6 @@ class ReplicaFetcher:
         self._timer: Timer | None = None
         self._stopped = False
         self.last_error = ""
-        self.session = FetchSessionHandler()
 
     # Membership.
 
@@ -154,62 +147,41 @@ class ReplicaFetcher:
         broker = self.broker
         now = broker.now_ms
         hosted = broker.partitions
-        # In a session, only what moved since the last fetch goes (the leader keeps the rest).
-        sent = self.session.known
-        changed: dict[TopicPartition, FetchPartition] = {}
-        fetching: list[TopicPartition] = []
+        wanted: dict[TopicPartition, FetchPartition] = {}
         max_bytes = broker.config.int("replica.fetch.max.bytes")
         for tp, state in self.partitions.items():
             partition = hosted.get(tp)
             if partition is None or state.failed_until_ms > now:
                 continue
-            fetching.append(tp)
             log = partition.log
-            log_end = log.log_end_offset
-            log_start = log.log_start_offset
-            before = sent.get(tp)
-            if (
-                before is None
-                or before.fetch_offset != log_end
-                or before.log_start_offset != log_start
-                or before.current_leader_epoch != state.leader_epoch
-                or before.max_bytes != max_bytes
-            ):
-                changed[tp] = FetchPartition(
-                    fetch_offset=log_end,
-                    current_leader_epoch=state.leader_epoch,
-                    log_start_offset=log_start,
-                    max_bytes=max_bytes,
-                )
-        if not fetching:
+            wanted[tp] = FetchPartition(
+                fetch_offset=log.log_end_offset,
+                current_leader_epoch=state.leader_epoch,
+                log_start_offset=log.log_start_offset,
+                max_bytes=max_bytes,
+            )
+        if not wanted:
             self._kick(self.broker.config.int("replica.fetch.backoff.ms"))
             return
         self._in_flight = True
-        request, reads = self.session.request(
-            self.broker.id, self.broker.config.int("replica.fetch.wait.max.ms"), changed, fetching
+        request = FetchRequest(
+            replica_id=self.broker.id,
+            max_wait_ms=self.broker.config.int("replica.fetch.wait.max.ms"),
+            min_bytes=1,
+            partitions=wanted,
         )
         self.broker.endpoint.request(
-            self.leader, request, lambda r: self._on_fetch(reads, r), timeout_ms=self._timeout_ms()
+            self.leader, request, lambda r: self._on_fetch(wanted, r), timeout_ms=self._timeout_ms()
         )
 
-    def _on_fetch(self, asked: Mapping[TopicPartition, FetchPartition], response: object) -> None:
+    def _on_fetch(self, asked: dict[TopicPartition, FetchPartition], response: object) -> None:
         self._in_flight = False
         if self._stopped:
             return
         if isinstance(response, KafkaError):
-            self.session.reset()
             self._backoff(f"fetch from broker {self.leader} failed: {response}")
             return
         assert isinstance(response, FetchResponse)
-        if not self.session.handle_response(response):
-            # The leader lost our session (it restarted, or evicted it): a full fetch, at once.
-            self.broker.journal(
-                "fetch_session_reset",
-                f"broker {self.broker.id}'s fetch session with broker {self.leader} ended ({response.error}): "
-                "its next fetch names every partition again",
-            )
-            self._kick(0)
-            return
         now = self.broker.now_ms
         states, hosted = self.partitions, self.broker.partitions
         for tp, data in response.partitions.items():
@@ -218,8 +190,7 @@ class ReplicaFetcher:
             if state is None or partition is None:
                 continue  # removed while the fetch travelled
             log_end = partition.log.log_end_offset
-            fetched = asked.get(tp)
-            if fetched is None or log_end != fetched.fetch_offset:
+            if log_end != asked[tp].fetch_offset:
                 continue  # moved on (truncated) while the fetch travelled
             if data.error is not None:
                 self._on_partition_error(tp, state, data)

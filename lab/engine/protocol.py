@@ -76,11 +76,6 @@ class FetchRequest:
     partitions: Mapping[TopicPartition, FetchPartition]
     max_bytes: int = 2**31 - 1  # the whole response's (KIP-74); the first batch comes whatever its size
     isolation_level: int = 0  # 0 read_uncommitted (up to the HW), 1 read_committed (up to the LSO)
-    # KIP-227 (lab/engine/fetch_session.py): id 0 and epoch -1 is a fetch without a session; epoch 0
-    # asks for one; later epochs send only what changed, and the partitions no longer fetched.
-    session_id: int = 0
-    session_epoch: int = -1
-    forgotten: tuple[TopicPartition, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -100,8 +95,6 @@ class FetchPartitionData:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class FetchResponse:
     partitions: Mapping[TopicPartition, FetchPartitionData]
-    error: str | None = None  # the fetch as a whole (a session's error); then no partitions
-    session_id: int = 0  # the fetch session this answer belongs to (0: none)
 
 
 # KIP-101: where did my last epoch end on the leader?

@@ -54,7 +54,6 @@ KAFKA_DEFAULTS = {
     "replica.fetch.max.bytes": "1048576",
     "replica.fetch.backoff.ms": "1000",
     "replica.socket.timeout.ms": "30000",
-    "max.incremental.fetch.session.cache.slots": "1000",
     "replica.high.watermark.checkpoint.interval.ms": "5000",
     "log.retention.check.interval.ms": "300000",
     "request.timeout.ms": "30000",
