@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import secrets
 import shutil
 import threading
@@ -48,6 +47,7 @@ from lab.runtime.spec import (
     TopicSpec,
 )
 from lab.visuals.frame import TopicIndex, plog_key, same_inputs
+from lab.visuals.plog_html import partition_html
 from lab.zookeeper_server import INSTALL_HINT, zookeeper_status
 
 log = logging.getLogger(__name__)
@@ -380,14 +380,6 @@ def page_parts(live: Any) -> dict[str, Any]:
 # ---------------------------------------------------------------------------- rendering
 
 
-_ID_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
-
-
-def dom_id(text: str) -> str:
-    """An HTML id part from a topic or client name."""
-    return _ID_UNSAFE.sub("_", text)
-
-
 # Fragments that extensions add to frames (a view key, or its prefix before ":", to a template
 # that draws it with ``v``, the view model): see LiveLab.add_view.
 EXTRA_FRAGMENTS: dict[str, str] = {}
@@ -495,15 +487,15 @@ class TemplateRenderer:
         return inputs is not None and last is not None and same_inputs(last[0], inputs)
 
     def partition(self, topic: Any, partition: Any, tip: Mapping[str, str]) -> str:
-        """One partition of ``topic``'s log (``live.html#plog-partition``), drawn again only when what
-        it is drawn from changed."""
+        """One partition of ``topic``'s log (``lab.visuals.plog_html``), drawn again only when what it is
+        drawn from changed."""
         where = (str(topic.topic), int(partition.partition))
         inputs = (topic.topic, topic.tips, dict(tip), partition)
         with self._lock:
             last = self._partitions.get(where)
         if last is not None and last[0] == inputs:
             return last[1]
-        html = render_fragment(f"{self.template}#plog-partition", {"t": topic, "p": partition, "tip": tip})
+        html = partition_html(topic, partition, tip)
         with self._lock:
             self._partitions[where] = (inputs, html)
             self.partitions_drawn += 1

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from typing import Any
 
 from django import template
-from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
-from lab.labs import dom_id
 from lab.visuals.clock import clock_label
+from lab.visuals.plog_html import dom_id, partition_html
 
 register = template.Library()
 
@@ -45,18 +43,6 @@ def clock(time_ms: Any) -> str:
 
 
 @register.filter
-def offset_cells(cells: str) -> SafeString:
-    """``{{ r.cells|offset_cells }}``: a replica's offset cells, one ``<i class="k<letter>">`` per offset
-    (drawn every frame for every replica, so in one join rather than a template loop)."""
-    return mark_safe("".join(map(_cell, str(cells))))
-
-
-@functools.cache
-def _cell(letter: str) -> str:
-    return f'<i class="k{escape(letter)}"></i>'
-
-
-@register.filter
 def tenths(value: Any) -> str:
     """``{{ rate|tenths }}``: a number to one decimal, none when it is whole ("3", "2.5", "3.0" for
     2.96), as Django's ``floatformat:"-1"`` writes it in English. Without Django's localization, which
@@ -76,14 +62,10 @@ def tenths(value: Any) -> str:
 
 @register.simple_tag(takes_context=True)
 def plog_partition(context: template.Context, topic: Any, partition: Any) -> SafeString:
-    """One partition of a partition log (``live.html#plog-partition``): through the lab's renderer, which
+    """One partition of a partition log (``lab.visuals.plog_html``): through the lab's renderer, which
     draws it again only when it changed (``lab.labs.TemplateRenderer.partition``), else drawn here."""
     tip = context.get("tip", {})
     draw = context.get("draw_partition")
-    if draw is not None:
-        return mark_safe(draw(topic, partition, tip))
-    from lab.labs import render_fragment
-
     return mark_safe(
-        render_fragment("lab/live.html#plog-partition", {"t": topic, "p": partition, "tip": tip})
+        draw(topic, partition, tip) if draw is not None else partition_html(topic, partition, tip)
     )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.template.defaultfilters import floatformat
 
-from lab.templatetags.lab_extras import clock, domid, get, offset_cells, stats_of, tenths
+from lab.templatetags.lab_extras import clock, domid, get, stats_of, tenths
 from lab.visuals.clients import ClientStats
 
 
@@ -40,8 +40,3 @@ def test_tenths_write_a_number_as_floatformat_minus_one_does_in_english() -> Non
         assert tenths(value) == floatformat(value, "-1"), value
     assert tenths(None) == ""
     assert tenths("not a number") == ""
-
-
-def test_offset_cells_are_one_element_per_offset() -> None:
-    assert offset_cells("cue") == '<i class="kc"></i><i class="ku"></i><i class="ke"></i>'
-    assert offset_cells("") == ""

@@ -1,0 +1,145 @@
+"""One partition of a partition log as HTML (the page's ``plog-<topic>-<partition>``), every value escaped.
+
+The partition logs are most of what a busy lab draws: each frame redraws every partition whose
+records moved, three replica rows of offsets, markers and fetches in flight. Django's template engine
+spent ten times the time of the markup itself resolving variables and rendering nodes, so this one
+fragment is built here with plain strings, the same HTML the template drew; ``live.html#plog``
+includes it through ``{% plog_partition t p %}``.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Mapping
+from decimal import Decimal
+from html import escape
+
+from lab.visuals.partition_log import Flight, PartitionLog, ProducerRow, ReplicaLog, TopicLog
+
+_ID_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
+
+
+def dom_id(text: str) -> str:
+    """An HTML id part from a topic or client name."""
+    return _ID_UNSAFE.sub("_", text)
+
+
+def _e(value: object) -> str:
+    """A value as Django's template writes it with autoescape on and localization off."""
+    if isinstance(value, float) and "e" in repr(value).lower():
+        return escape(f"{Decimal(str(value)):f}")  # as Django writes 1e-05: 0.00001
+    return escape(str(value))
+
+
+@functools.cache
+def _cell(letter: str) -> str:
+    return f'<i class="k{escape(letter)}"></i>'
+
+
+def offset_cells(cells: str) -> str:
+    """A replica's offsets, one ``<i class="k<letter>">`` each."""
+    return "".join(map(_cell, cells))
+
+
+def partition_html(topic: TopicLog, p: PartitionLog, tip: Mapping[str, str]) -> str:
+    """``p`` of ``topic`` as the page draws it; ``tip``: the partition logs' tooltips."""
+    t_tip = topic.tip
+    name = _e(topic.topic)
+    rows = len(p.replicas)
+    leader = f"leader {_e(p.leader)}" if p.leader is not None else '<b class="bad-text">✕ offline</b>'
+    under = (
+        f'<span class="badge bad under-min-isr" title="{_e(p.min_isr_title)}"><span aria-hidden="true">✕</span>'
+        " under min ISR: acks=all fails</span>"
+        if p.under_min_isr
+        else ""
+    )
+    earlier = (
+        f'<span class="earlier muted">{_e(p.earlier)} older offset{"" if p.earlier == 1 else "s"} not drawn</span>'
+        if p.earlier
+        else ""
+    )
+    axis = "".join(f'<span style="--at: {_e(i)}">{_e(o)}</span>' for i, o in p.axis)
+    replicas = "".join(_replica(r, row, tip, t_tip) for row, r in enumerate(p.replicas))
+    flights = "".join(_flight(f) for f in p.flights)
+    producers = (
+        f'\n    <ul class="producers" aria-label="Idempotent producers of {name}-{_e(p.partition)}"'
+        f' title="{_e(tip.get("producer_state", ""))}">\n      {"".join(map(_producer, p.producers))}\n    </ul>\n    '
+        if p.producers
+        else ""
+    )
+    return (
+        f'\n  <div class="partition-log" id="plog-{_e(dom_id(topic.topic))}-{_e(p.partition)}"'
+        f' data-partition="{_e(p.partition)}" style="--cols: {_e(p.width)}; --rows: {rows}">\n'
+        "    <header>\n"
+        f"      <h3>{name}-{_e(p.partition)}</h3>\n"
+        f'      <span class="pmeta">{leader} · <span title="{_e(tip.get("leader_epoch", ""))}">leader epoch'
+        f' {_e(p.leader_epoch)}</span> · <span title="{_e(t_tip.get("high_watermark", ""))}">min.insync.replicas'
+        f" {_e(p.min_insync_replicas)}</span></span>\n"
+        f"      {under}\n"
+        f"      {earlier}\n"
+        "    </header>\n"
+        '    <div class="rows">\n'
+        f'      <div class="axis" aria-hidden="true">{axis}</div>\n'
+        f"      {replicas}\n"
+        f'      <svg class="lane" aria-label="Fetches in flight" role="img" style="--rows: {rows}">\n'
+        f"        <title>{_e(tip.get('in_flight', ''))}</title>\n"
+        f"        {flights}\n"
+        "      </svg>\n"
+        "    </div>\n"
+        f"    {producers}\n"
+        "  </div>\n"
+    )
+
+
+def _replica(r: ReplicaLog, row: int, tip: Mapping[str, str], t_tip: Mapping[str, str]) -> str:
+    classes = f"rlog role-{_e(r.role)}{'' if r.in_isr else ' out-isr'}{'' if r.online else ' offline'}"
+    title = _e(r.title)
+    out_isr = "" if r.in_isr else '<span class="oi" title="out of the ISR">∉</span>'
+    markers = "".join(
+        f'<span class="m {_e(m.kinds)}" style="--at: {_e(m.at)}" title="{_e(m.title)}">{_e(m.label)}</span>'
+        for m in r.markers
+    )
+    lso = (
+        f'<span class="lso" title="{_e(tip.get("last_stable_offset", ""))}">LSO {_e(r.last_stable_offset)}</span> '
+        if r.last_stable_offset < r.high_watermark
+        else ""
+    )
+    epoch = "no epoch" if r.leader_epoch < 0 else f"e{_e(r.leader_epoch)}"
+    behind = f' <span class="behind">\N{MINUS SIGN}{_e(r.behind)}</span>' if r.behind else ""
+    return (
+        f'\n      <div class="{classes}" data-broker="{_e(r.broker)}" data-log-start="{_e(r.log_start_offset)}"'
+        f' data-hw="{_e(r.high_watermark)}" data-leo="{_e(r.log_end_offset)}" data-lso="{_e(r.last_stable_offset)}"'
+        f' data-epoch="{_e(r.leader_epoch)}" style="--row: {row}">\n'
+        f'        <span class="who" title="{title}">b{_e(r.broker)} <span class="rl">'
+        f"{'L' if r.role == 'leader' else 'F'}</span>{out_isr}</span>\n"
+        f'        <span class="track" title="{title}">\n'
+        f'          <span class="cells">{offset_cells(str(r.cells))}</span>\n'
+        f"          {markers}\n"
+        "        </span>\n"
+        f'        <span class="nums">{lso}<span title="{_e(t_tip.get("high_watermark", ""))}">HW {_e(r.high_watermark)}'
+        f'</span> <span title="{_e(t_tip.get("log_end_offset", ""))}">LEO {_e(r.log_end_offset)}</span>'
+        f' <span title="{_e(tip.get("leader_epoch", ""))}">{epoch}</span>{behind}</span>\n'
+        "      </div>\n      "
+    )
+
+
+def _flight(f: Flight) -> str:
+    kind = ("resp" if f.response else "req") + (" still" if f.remaining_s is None else "")
+    duration = 0 if f.remaining_s is None else f.remaining_s
+    return (
+        f'\n        <g class="flight {kind}" data-src="{_e(f.src)}" data-dst="{_e(f.dst)}"'
+        f' style="--y0: {_e(f.y_now)}; --y1: {_e(f.dst_row)}; --dur: {_e(duration)}s">\n'
+        f"          <title>{_e(f.label)}</title>\n"
+        '          <circle r="5" cx="12"/>\n'
+        "        </g>\n        "
+    )
+
+
+def _producer(pr: ProducerRow) -> str:
+    return (
+        f'<li class="producer" data-producer-id="{_e(pr.producer_id)}" data-producer-epoch="{_e(pr.producer_epoch)}"'
+        f' data-last-sequence="{_e(pr.last_sequence)}" title="{_e(pr.title)}">idempotent producer'
+        f" <b>{_e(pr.producer_id)}</b> · epoch {_e(pr.producer_epoch)} · last sequence <b>{_e(pr.last_sequence)}</b>"
+        f' <span class="muted">(offset {_e(pr.last_offset)})</span></li>'
+    )

@@ -1,0 +1,129 @@
+"""One partition of a partition log as the page draws it: every value escaped, what a student reads there."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from html.parser import HTMLParser
+
+from lab.visuals.partition_log import partition_log, partition_logs
+from lab.visuals.plog_html import dom_id, offset_cells, partition_html
+from tests.visuals.snapshots import log, partition, three_brokers
+
+
+class Tags(HTMLParser):
+    """Every start tag's attributes, and the text, as a browser reads them (entities decoded)."""
+
+    def __init__(self, html: str) -> None:
+        super().__init__()
+        self.open: list[tuple[str, dict[str, str | None]]] = []
+        self.text: list[str] = []
+        self.depth = 0
+        self.feed(html)
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.open.append((tag, dict(attrs)))
+        self.depth += 1
+
+    def handle_endtag(self, tag: str) -> None:
+        self.depth -= 1
+
+    def handle_data(self, data: str) -> None:
+        self.text.append(data)
+
+    def with_class(self, name: str) -> list[dict[str, str | None]]:
+        return [a for _, a in self.open if name in (a.get("class") or "").split()]
+
+
+def _topic(parts: list[dict], **snap: object) -> object:
+    snapshot = three_brokers(topics={"orders": {"config": {}, "partitions": parts}}, **snap)
+    (topic,) = partition_logs(snapshot, {}, rate=1.0).topics
+    return topic
+
+
+def test_offset_cells_are_one_element_per_offset() -> None:
+    assert offset_cells("cue") == '<i class="kc"></i><i class="ku"></i><i class="ke"></i>'
+    assert offset_cells("") == ""
+
+
+def test_a_partition_shows_each_replicas_offsets_role_and_lag() -> None:
+    part = partition(
+        1,
+        [1, 2, 3],
+        leader=1,
+        isr=[1, 2],
+        logs={1: log(0, 3, 5, role="leader"), 2: log(0, 3, 4), 3: log(0, 2, 2)},
+    )
+    topic = _topic([part])
+    (p,) = topic.partitions  # type: ignore[attr-defined]
+    html = partition_html(topic, p, {"leader_epoch": "the leader's epoch"})  # type: ignore[arg-type]
+    page = Tags(html)
+    assert page.depth == 0  # every element closed
+    (box,) = page.with_class("partition-log")
+    assert box["id"] == "plog-orders-1"
+    rows = page.with_class("rlog")
+    assert [(r["data-broker"], r["data-hw"], r["data-leo"]) for r in rows] == [
+        ("1", "3", "5"),
+        ("2", "3", "4"),
+        ("3", "2", "2"),
+    ]
+    assert "role-leader" in (rows[0]["class"] or "")
+    assert "out-isr" in (rows[2]["class"] or "")
+    assert "out-isr" not in (rows[1]["class"] or "")
+    text = "".join(page.text)
+    assert "orders-1" in text
+    assert "leader 1" in text
+    assert "\N{MINUS SIGN}3" in text  # broker 3 is three records behind the leader's log end
+    assert len(page.with_class("kc")) == 3 + 3 + 2  # the committed offsets of each replica
+
+
+def test_an_offline_partition_and_flights_in_a_paused_lab_say_so() -> None:
+    part = partition(0, [1, 2, 3], leader=-1, isr=[], logs={1: log(0, 3, 3), 2: log(0, 3, 3)})
+    topic = _topic([part])
+    (p,) = topic.partitions  # type: ignore[attr-defined]
+    html = partition_html(topic, p, {})  # type: ignore[arg-type]
+    assert "✕ offline" in html
+    view = partition_log(
+        "orders",
+        partition(0, [1, 2], leader=1, isr=[1, 2], logs={1: log(0, 3, 3, role="leader"), 2: log(0, 3, 3)}),
+        in_flight=[
+            {"id": 7, "kind": "Fetch", "src": 2, "dst": 1, "sent_ms": 0, "deliver_ms": 10, "response": False}
+        ],
+        now_ms=5,
+        rate=0.0,  # paused: the fetch stands still
+        config={},
+    )
+    drawn = Tags(partition_html(topic, view, {}))  # type: ignore[arg-type]
+    assert drawn.depth == 0
+    flights = drawn.with_class("flight")
+    assert [(f["data-src"], f["data-dst"]) for f in flights] == [("2", "1")]
+    assert "still" in (flights[0]["class"] or "")
+    assert "--dur: 0s" in (flights[0]["style"] or "")
+
+
+def test_every_value_is_escaped() -> None:
+    part = partition(0, [1], leader=1, isr=[1], logs={1: log(0, 1, 1, role="leader")})
+    topic = _topic([part])
+    (p,) = topic.partitions  # type: ignore[attr-defined]
+    evil = '"><script>alert(1)</script>&'
+    (replica,) = p.replicas
+    marked = replace(
+        p,
+        replicas=(
+            replace(replica, title=evil, role=evil, markers=(replace(replica.markers[0], label=evil),)),
+        ),
+        min_isr_title=evil,
+        under_min_isr=True,
+    )
+    html = partition_html(topic, marked, {"leader_epoch": evil, "in_flight": evil})  # type: ignore[arg-type]
+    assert "<script>" not in html
+    page = Tags(html)
+    assert page.depth == 0
+    assert evil in [a.get("title") for _, a in page.open]  # the browser reads back exactly what was meant
+    assert evil in page.text
+    assert re.search(r"&quot;&gt;&lt;script&gt;alert\(1\)&lt;/script&gt;&amp;", html)
+
+
+def test_a_topic_name_becomes_an_id_a_browser_can_find() -> None:
+    assert dom_id("orders.v1_x-y") == "orders.v1_x-y"
+    assert dom_id("a b/c") == "a_b_c"
