@@ -1223,7 +1223,15 @@ class LiveLab:
             self._cond.notify_all()
         self._update_registry(inputs.snapshot)
         if send and self.renderer is not None:
-            html = "".join(self.renderer.fragment(k, frame.views) for k in [*changed, "frame"])
+            # A renderer that can draw less than a changed fragment (a topic's partitions that changed)
+            # does; the page holds the previous frame's fragments.
+            changes = getattr(self.renderer, "changes", None)
+            html = "".join(
+                changes(k, frame.views, previous.views)
+                if changes is not None
+                else self.renderer.fragment(k, frame.views)
+                for k in [*changed, "frame"]
+            )
             self.broadcast.send(
                 self.group,
                 # ``group``: a web process relays one copy of a frame to its pages of the lab (lab.relay)

@@ -10,7 +10,7 @@ from django import template
 from django.utils.safestring import SafeString, mark_safe
 
 from lab.visuals.clock import clock_label
-from lab.visuals.plog_html import dom_id, partition_html
+from lab.visuals.markup import dom_id, partition_html
 
 register = template.Library()
 
@@ -62,7 +62,7 @@ def tenths(value: Any) -> str:
 
 @register.simple_tag(takes_context=True)
 def plog_partition(context: template.Context, topic: Any, partition: Any) -> SafeString:
-    """One partition of a partition log (``lab.visuals.plog_html``): through the lab's renderer, which
+    """One partition of a partition log (``lab.visuals.markup``): through the lab's renderer, which
     draws it again only when it changed (``lab.labs.TemplateRenderer.partition``), else drawn here."""
     tip = context.get("tip", {})
     draw = context.get("draw_partition")

@@ -1,13 +1,23 @@
-"""One partition of a partition log as the page draws it: every value escaped, what a student reads there."""
+"""The fragments drawn in every frame, as the page gets them: every value escaped, what a student reads there."""
 
 from __future__ import annotations
 
 import re
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from html.parser import HTMLParser
 
+from lab.visuals.clients import ClientStats
+from lab.visuals.clock import ClockTime
+from lab.visuals.markup import (
+    PLAIN,
+    client_stats_html,
+    clock_time_html,
+    dom_id,
+    frame_html,
+    offset_cells,
+    partition_html,
+)
 from lab.visuals.partition_log import partition_log, partition_logs
-from lab.visuals.plog_html import dom_id, offset_cells, partition_html
 from tests.visuals.snapshots import log, partition, three_brokers
 
 
@@ -127,3 +137,52 @@ def test_every_value_is_escaped() -> None:
 def test_a_topic_name_becomes_an_id_a_browser_can_find() -> None:
     assert dom_id("orders.v1_x-y") == "orders.v1_x-y"
     assert dom_id("a b/c") == "a_b_c"
+
+
+def test_the_clock_says_the_virtual_time_and_the_rate_the_page_runs_it_on_at() -> None:
+    running = Tags(clock_time_html(ClockTime(time_ms=214_019, paused=False, rate=0.1)))
+    ((tag, attrs),) = running.open
+    assert (tag, attrs["id"], attrs["hx-swap-oob"]) == ("span", "clock-time", "true")
+    assert (attrs["data-time-ms"], attrs["data-rate"], attrs["class"]) == ("214019", "0.1", "clock-time")
+    assert "".join(running.text).strip() == "3:34.019"
+    ((_, paused),) = Tags(clock_time_html(ClockTime(time_ms=0, paused=True, rate=0.0))).open
+    assert paused["class"] == "clock-time paused"
+
+
+def test_the_frames_marker_carries_its_number_and_when_its_state_was_read() -> None:
+    @dataclass(frozen=True)
+    class Meta:
+        seq: int = 12
+        time_ms: int = 5_000
+        made_at: float = 1764669600.1234567
+        event_at: float = 1764669600.0
+
+    ((tag, attrs),) = Tags(frame_html(Meta())).open
+    assert (tag, attrs["id"], attrs["data-frame"], attrs["data-time-ms"]) == (
+        "div",
+        "lab-frame",
+        "12",
+        "5000",
+    )
+    assert (attrs["data-made-at"], attrs["data-event-at"]) == ("1764669600.123457", "1764669600.000000")
+    assert "hidden" in attrs
+
+
+def test_each_clients_counters_are_swapped_by_their_own_id_and_escaped() -> None:
+    evil = '<b>"x"</b>'
+    html = client_stats_html(
+        ClientStats(rows=(("orders-app", (("sent", "12"), ("acked", "10"))), ("odd name", ((evil, evil),))))
+    )
+    page = Tags(html)
+    assert page.depth == 0
+    assert [a["id"] for _, a in page.open if a.get("class") == "stats"] == [
+        "client-stats-orders-app",
+        "client-stats-odd_name",
+    ]
+    assert '<b>"x"</b>' not in html
+    assert evil in "".join(page.text)
+    assert "12 sent" in " ".join("".join(page.text).split())
+
+
+def test_the_renderer_draws_these_fragments_here() -> None:
+    assert set(PLAIN) == {"clock-time", "frame", "client-stats"}

@@ -1,20 +1,25 @@
-"""One partition of a partition log as HTML (the page's ``plog-<topic>-<partition>``), every value escaped.
+"""The fragments a busy lab draws in every frame, as HTML built with plain strings, every value escaped.
 
-The partition logs are most of what a busy lab draws: each frame redraws every partition whose
-records moved, three replica rows of offsets, markers and fetches in flight. Django's template engine
-spent ten times the time of the markup itself resolving variables and rendering nodes, so this one
-fragment is built here with plain strings, the same HTML the template drew; ``live.html#plog``
-includes it through ``{% plog_partition t p %}``.
+A partition of a partition log (the page's ``plog-<topic>-<partition>``) is most of what a busy lab
+draws: each frame redraws every partition whose records moved, three replica rows of offsets, markers
+and fetches in flight. The clock, the frame's marker and the clients' counters are small, but drawn in
+every frame too. Django's template engine spent ten times the time of the markup itself resolving
+variables and rendering nodes, so these are built here, the same HTML the templates drew (the rest of
+the page stays in ``lab/live.html``, which includes a partition through ``{% plog_partition t p %}``;
+``lab.labs.TemplateRenderer`` draws the others with ``PLAIN``).
 """
 
 from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from decimal import Decimal
 from html import escape
+from typing import Any
 
+from lab.visuals.clients import ClientStats
+from lab.visuals.clock import ClockTime
 from lab.visuals.partition_log import Flight, PartitionLog, ProducerRow, ReplicaLog, TopicLog
 
 _ID_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
@@ -143,3 +148,38 @@ def _producer(pr: ProducerRow) -> str:
         f" <b>{_e(pr.producer_id)}</b> · epoch {_e(pr.producer_epoch)} · last sequence <b>{_e(pr.last_sequence)}</b>"
         f' <span class="muted">(offset {_e(pr.last_offset)})</span></li>'
     )
+
+
+def clock_time_html(v: ClockTime) -> str:
+    """The lab's clock (``#clock-time``); the page runs it on at ``rate`` between frames."""
+    return (
+        f'\n<span id="clock-time" hx-swap-oob="true" class="clock-time{" paused" if v.paused else ""}"'
+        f' data-time-ms="{_e(v.time_ms)}" data-rate="{_e(v.rate)}"'
+        f' title="Virtual time since the cluster started (minutes:seconds.milliseconds)">{_e(v.label)}</span>\n'
+    )
+
+
+def frame_html(v: Any) -> str:
+    """The frame's marker (``#lab-frame``: its number, virtual time, and when its state was read)."""
+    return (
+        f'\n<div id="lab-frame" hx-swap-oob="true" hidden data-frame="{_e(v.seq)}" data-time-ms="{_e(v.time_ms)}"'
+        f' data-made-at="{v.made_at:.6f}" data-event-at="{v.event_at:.6f}"></div>\n'
+    )
+
+
+def client_stats_html(v: ClientStats) -> str:
+    """Each client's counters, swapped by its own id (``#client-stats-<name>``)."""
+    return "".join(
+        f'<span id="client-stats-{_e(dom_id(name))}" class="stats" hx-swap-oob="true">'
+        + "".join(f"<span><b>{_e(value)}</b> {_e(label)}</span> " for label, value in stats)
+        + "</span>"
+        for name, stats in v.rows
+    )
+
+
+# The fragments drawn here, by their view's key (each from its view model).
+PLAIN: dict[str, Callable[[Any], str]] = {
+    "clock-time": clock_time_html,
+    "frame": frame_html,
+    "client-stats": client_stats_html,
+}
