@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-WORKER_FRAME_SHARE = 0.1  # of one core, for every frame of the process's labs
+WORKER_FRAME_SHARE = 0.05  # of one core, for every frame of the process's labs
 ACTIVE_S = 2.0  # a lab that made no frame for this long no longer shares the budget
 SMOOTHING = 0.3  # the weight of a frame's cost in its lab's moving average
 
