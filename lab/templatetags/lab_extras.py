@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from typing import Any
 
 from django import template
@@ -40,24 +39,6 @@ def clock(time_ms: Any) -> str:
     if time_ms is None or time_ms == "":
         return "—"
     return clock_label(int(time_ms))
-
-
-@register.filter
-def tenths(value: Any) -> str:
-    """``{{ rate|tenths }}``: a number to one decimal, none when it is whole ("3", "2.5", "3.0" for
-    2.96), as Django's ``floatformat:"-1"`` writes it in English. Without Django's localization, which
-    looks the language up under a lock every process-wide: a frame draws its charts' figures with it,
-    and a worker's labs drawing at once queued on that lock more than they drew."""
-    try:
-        number = Decimal(repr(value)) if isinstance(value, float) else Decimal(str(value))
-    except InvalidOperation:
-        return ""
-    if not number.is_finite():
-        return str(value)
-    if number == number.to_integral_value():
-        return str(int(number))
-    rounded = number.quantize(Decimal("0.1"), rounding=ROUND_HALF_UP)
-    return str(abs(rounded) if rounded == 0 else rounded)  # "0.0", never "-0.0"
 
 
 @register.simple_tag(takes_context=True)

@@ -14,10 +14,11 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable, Mapping
-from decimal import Decimal
+from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from html import escape
 from typing import Any
 
+from lab.visuals.charts import Charts
 from lab.visuals.clients import ClientStats
 from lab.visuals.clock import ClockTime
 from lab.visuals.partition_log import Flight, PartitionLog, ProducerRow, ReplicaLog, TopicLog
@@ -177,9 +178,72 @@ def client_stats_html(v: ClientStats) -> str:
     )
 
 
+def tenths(value: object) -> str:
+    """A number to one decimal, none when it is whole ("3", "2.5", "3.0" for 2.96), as Django's
+    ``floatformat:"-1"`` writes it in English. Without Django's localization, which looks the language
+    up under a lock every process-wide: a worker's labs drawing at once queued on that lock."""
+    try:
+        number = Decimal(repr(value)) if isinstance(value, float) else Decimal(str(value))
+    except InvalidOperation:
+        return ""
+    if not number.is_finite():
+        return str(value)
+    if number == number.to_integral_value():
+        return str(int(number))
+    rounded = number.quantize(Decimal("0.1"), rounding=ROUND_HALF_UP)
+    return str(abs(rounded) if rounded == 0 else rounded)  # "0.0", never "-0.0"
+
+
+def charts_html(v: Charts) -> str:
+    """The charts (``#charts``): a new sample every frame moves every line."""
+    w, h, window = _e(v.width), _e(v.height), _e(v.window_s)
+    middle = str(round(1 / 2 * v.height))  # as Django's {% widthratio 1 2 height %}
+    figures = []
+    for c in v.charts:
+        last = ",".join(_e(s.last) for s in c.series)
+        lines = "".join(
+            f'<polyline class="line s{i}" points="{_e(s.points)}" stroke-dasharray="{_e(s.dash)}"/>'
+            for i, s in enumerate(c.series)
+            if s.points
+        )
+        legend = (
+            "".join(
+                f'<li><svg width="22" height="8" aria-hidden="true"><line class="line s{i}" x1="1" x2="21" y1="4"'
+                f' y2="4" stroke-dasharray="{_e(s.dash)}"/></svg> <b>{_e(tenths(s.last))}</b> {_e(s.label)}</li>'
+                for i, s in enumerate(c.series)
+            )
+            or '<li class="muted">no group yet</li>'
+        )
+        figures.append(
+            f'\n  <figure class="chart" id="chart-{_e(c.key)}" data-last="{last}">\n'
+            f'    <figcaption><span class="ctitle" title="{_e(c.note)}">{_e(c.title)}</span>'
+            f' <span class="muted">{_e(c.unit)}</span></figcaption>\n'
+            '    <div class="plot">\n'
+            f'      <span class="ylab top">{_e(tenths(c.y_max))}</span>\n'
+            '      <span class="ylab bottom">0</span>\n'
+            f'      <svg viewBox="0 0 {w} {h}" preserveAspectRatio="none" role="img"'
+            f' aria-label="{_e(c.title)} over the last {window} virtual seconds">\n'
+            f"        <title>{_e(c.note)}</title>\n"
+            f'        <line class="grid" x1="0" x2="{w}" y1="0.5" y2="0.5"/>\n'
+            f'        <line class="grid" x1="0" x2="{w}" y1="{middle}" y2="{middle}"/>\n'
+            f'        <line class="grid base" x1="0" x2="{w}" y1="{h}" y2="{h}"/>\n'
+            f"        {lines}\n"
+            "      </svg>\n"
+            f'      <span class="xlab left">\N{MINUS SIGN}{window} s</span>\n'
+            '      <span class="xlab right">now (virtual time)</span>\n'
+            "    </div>\n"
+            '    <ul class="series">\n'
+            f"      {legend}\n"
+            "    </ul>\n"
+            "  </figure>\n  "
+        )
+    return f'\n<div id="charts" hx-swap-oob="true" class="charts">\n  {"".join(figures)}\n</div>\n'
+
+
 # The fragments drawn here, by their view's key (each from its view model).
 PLAIN: dict[str, Callable[[Any], str]] = {
     "clock-time": clock_time_html,
     "frame": frame_html,
     "client-stats": client_stats_html,
+    "charts": charts_html,
 }

@@ -6,16 +6,20 @@ import re
 from dataclasses import dataclass, replace
 from html.parser import HTMLParser
 
+from django.template.defaultfilters import floatformat
+
 from lab.visuals.clients import ClientStats
 from lab.visuals.clock import ClockTime
 from lab.visuals.markup import (
     PLAIN,
+    charts_html,
     client_stats_html,
     clock_time_html,
     dom_id,
     frame_html,
     offset_cells,
     partition_html,
+    tenths,
 )
 from lab.visuals.partition_log import partition_log, partition_logs
 from tests.visuals.snapshots import log, partition, three_brokers
@@ -185,4 +189,33 @@ def test_each_clients_counters_are_swapped_by_their_own_id_and_escaped() -> None
 
 
 def test_the_renderer_draws_these_fragments_here() -> None:
-    assert set(PLAIN) == {"clock-time", "frame", "client-stats"}
+    assert set(PLAIN) == {"clock-time", "frame", "client-stats", "charts"}
+
+
+def test_the_charts_show_each_series_its_last_value_and_the_scale() -> None:
+    from lab.visuals.charts import Sample, charts
+
+    samples = [
+        Sample(time_ms=t, produced=t // 200, consumed=t // 250, hw_gap=t // 1000 % 3, lag=(("billing", 2),))
+        for t in range(0, 10_000, 100)
+    ]
+    page = Tags(charts_html(charts(samples)))
+    assert page.depth == 0
+    figures = [a for tag, a in page.open if tag == "figure"]
+    assert [f["id"] for f in figures] == ["chart-throughput", "chart-hw-gap", "chart-lag"]
+    assert figures[0]["data-last"] == "5.0,4.0"  # records a second, produced and consumed
+    assert len([a for tag, a in page.open if tag == "polyline"]) == 4
+    text = " ".join("".join(page.text).split())
+    assert "5 produced" in text
+    assert "2 billing" in text
+    assert "\N{MINUS SIGN}30 s" in text
+    assert "no group yet" in charts_html(charts(()))
+
+
+def test_tenths_write_a_number_as_floatformat_minus_one_does_in_english() -> None:
+    values: list[object] = [0, 3, -3, 0.0, 2.5, 2.96, 2.94, 0.05, 0.15, 0.25, 1.35, -1.25, -0.04, 12345.65]
+    values += [n / 100 for n in range(-300, 300, 7)] + [n / 3 for n in range(50)] + [10**7 + 0.45, "7"]
+    for value in values:
+        assert tenths(value) == floatformat(value, "-1"), value
+    assert tenths(None) == ""
+    assert tenths("not a number") == ""
