@@ -20,7 +20,8 @@ from typing import Any
 
 from lab.visuals.charts import Charts
 from lab.visuals.clients import ClientStats
-from lab.visuals.clock import ClockTime
+from lab.visuals.clock import ClockTime, clock_label
+from lab.visuals.groups import GroupsView, GroupView, Rebalance
 from lab.visuals.partition_log import Flight, PartitionLog, ProducerRow, ReplicaLog, TopicLog
 
 _ID_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
@@ -240,10 +241,139 @@ def charts_html(v: Charts) -> str:
     return f'\n<div id="charts" hx-swap-oob="true" class="charts">\n  {"".join(figures)}\n</div>\n'
 
 
+def _or(value: object, empty: str) -> str:
+    """``value``, or ``empty`` for None (Django's ``default_if_none``)."""
+    return empty if value is None else _e(value)
+
+
+def _joined(items: tuple[str, ...]) -> str:
+    return ", ".join(_e(i) for i in items)
+
+
+def groups_html(v: GroupsView) -> str:
+    """The consumer groups (``#groups``): members, owners, committed offsets and lag, rebalances."""
+    tips = v.tip
+    empty = (
+        '\n    <p class="empty">No consumer group yet. Add a simulated consumer (below), or connect a real'
+        " consumer with a group.id, and it joins one.</p>\n  "
+        if not v.groups
+        else ""
+    )
+    groups = "".join(_group(g, tips) for g in v.groups)
+    return f'\n<div id="groups" hx-swap-oob="true" class="groups">\n  {empty}\n  {groups}\n</div>\n'
+
+
+def _group(g: GroupView, tips: Mapping[str, str]) -> str:
+    lag_tip = _e(tips.get("lag", ""))
+    coordinator = (
+        f'<span class="muted" title="{_e(tips.get("coordinator", ""))}">coordinator broker {_e(g.coordinator)}</span>'
+        if g.coordinator is not None
+        else ""
+    )
+    rows = "".join(
+        f'\n          <tr data-partition="{_e(o.topic)}-{_e(o.partition)}"><th scope="row">{_e(o.topic)}-{_e(o.partition)}'
+        f'</th><td>{_e(o.owner) if o.owner else "—"}</td><td class="num">{_or(o.committed, "—")}</td>'
+        f'<td class="num">{_or(o.lag, "—")}</td></tr>\n        '
+        for o in g.partitions
+    ) or (
+        '\n          <tr><td colspan="4" class="muted">No partition assigned or committed yet.</td></tr>\n        '
+    )
+    members = (
+        "".join(
+            f'\n          <li title="member id {_e(m.member_id)}"><b>{_e(m.client_id)}</b>'
+            f' <span class="muted mono">…{_e(m.short_id)}</span>'
+            + (
+                f' <span class="muted" title="A real Kafka client, connected from this host (see Clients)">from {_e(m.host)}</span>'
+                if m.host
+                else ""
+            )
+            + (
+                ' <span class="badge" title="The member that computes the assignment for the group">leader</span>'
+                if m.leader
+                else ""
+            )
+            + f": {_joined(m.partitions) or 'nothing assigned'}</li>\n        "
+            for m in g.members
+        )
+        or '\n          <li class="muted">none</li>\n        '
+    )
+    rebalances = (
+        "".join(map(_rebalance, g.rebalances)) or '\n        <li class="muted">No rebalance yet.</li>\n      '
+    )
+    gid = _e(g.group_id)
+    return (
+        f'\n  <article class="group" id="group-{_e(dom_id(g.group_id))}" data-group="{gid}"'
+        f' data-generation="{_e(g.generation)}" data-state="{_e(g.state)}">\n'
+        "    <header>\n"
+        f"      <h3>{gid}</h3>\n"
+        f'      <span class="badge state-{_e(g.state.lower())}">{_e(g.state)}</span>\n'
+        f'      <span title="{_e(tips.get("group_generation", ""))}">generation <b>{_e(g.generation)}</b></span>\n'
+        f'      <span class="muted">assignor {_e(g.assignor)}</span>\n'
+        f"      {coordinator}\n"
+        f'      <span title="{lag_tip}">lag <b>{_e(g.total_lag)}</b></span>\n'
+        "    </header>\n"
+        '    <div class="group-body">\n'
+        '      <table class="compact owners">\n'
+        '        <thead><tr><th scope="col">Partition</th><th scope="col">Owner</th>'
+        f'<th scope="col" title="{_e(tips.get("committed", ""))}">Committed</th>'
+        f'<th scope="col" title="{lag_tip}">Lag</th></tr></thead>\n'
+        "        <tbody>\n"
+        f"        {rows}\n"
+        "        </tbody>\n"
+        "      </table>\n"
+        '      <div class="members">\n'
+        f"        <h4>Members ({len(g.members)})</h4>\n"
+        "        <ul>\n"
+        f"        {members}\n"
+        "        </ul>\n"
+        "      </div>\n"
+        "    </div>\n"
+        f'    <details class="rebalances" id="rebalances-{_e(dom_id(g.group_id))}" data-keep open>\n'
+        f"      <summary>Rebalances ({len(g.rebalances)} latest)</summary>\n"
+        "      <ol>\n"
+        f"      {rebalances}\n"
+        "      </ol>\n"
+        "    </details>\n"
+        "  </article>\n  "
+    )
+
+
+def _rebalance(r: Rebalance) -> str:
+    n = len(r.members)
+    members = f"{n} member{'' if n == 1 else 's'}" + (
+        f': <span class="mono">{_joined(r.members)}</span>' if r.members else ""
+    )
+    abandoned = (
+        '<span class="badge warn abandoned" title="Its members never took their partitions: a new rebalance'
+        f' began first">! abandoned: {_e(r.abandoned)}</span>'
+        if r.abandoned
+        else ""
+    )
+    changes = "".join(
+        f'<li data-member="{_e(c.member_id)}"><b class="mono" title="client {_e(c.client)}">{_e(c.member_id)}</b>'
+        + (" left" if c.left else "")
+        + (f': gave up <span class="gave">{_joined(c.gave)}</span>' if c.gave else "")
+        + (f'{";" if c.gave else ":"} received <span class="got">{_joined(c.got)}</span>' if c.got else "")
+        + "</li>"
+        for c in r.changes
+    )
+    when = "—" if r.time_ms is None else clock_label(int(r.time_ms))
+    return (
+        f'\n        <li class="rebalance" data-generation="{_e(r.generation)}" title="{_e(r.text)}">\n'
+        f'          <span class="gen">gen {_e(r.generation)}</span> <span class="muted" title="Virtual time, as the'
+        f' clock shows it">{_e(when)}</span> <span class="reason">{_e(r.reason)}</span>\n'
+        f'          <span class="muted members">{members}</span>\n'
+        f"          {abandoned}\n"
+        f"          <ul>{changes}</ul>\n"
+        "        </li>\n      "
+    )
+
+
 # The fragments drawn here, by their view's key (each from its view model).
 PLAIN: dict[str, Callable[[Any], str]] = {
     "clock-time": clock_time_html,
     "frame": frame_html,
     "client-stats": client_stats_html,
     "charts": charts_html,
+    "groups": groups_html,
 }

@@ -17,6 +17,7 @@ from lab.visuals.markup import (
     clock_time_html,
     dom_id,
     frame_html,
+    groups_html,
     offset_cells,
     partition_html,
     tenths,
@@ -189,7 +190,7 @@ def test_each_clients_counters_are_swapped_by_their_own_id_and_escaped() -> None
 
 
 def test_the_renderer_draws_these_fragments_here() -> None:
-    assert set(PLAIN) == {"clock-time", "frame", "client-stats", "charts"}
+    assert set(PLAIN) == {"clock-time", "frame", "client-stats", "charts", "groups"}
 
 
 def test_the_charts_show_each_series_its_last_value_and_the_scale() -> None:
@@ -219,3 +220,62 @@ def test_tenths_write_a_number_as_floatformat_minus_one_does_in_english() -> Non
         assert tenths(value) == floatformat(value, "-1"), value
     assert tenths(None) == ""
     assert tenths("not a number") == ""
+
+
+def test_a_group_shows_its_owners_offsets_lag_members_and_rebalances_escaped() -> None:
+    from lab.engine.events import Event
+    from lab.visuals.groups import groups_view
+
+    evil = '<i>"m"</i>'
+    snapshot = three_brokers(
+        groups={
+            "billing": {
+                "state": "Stable",
+                "generation": 2,
+                "assignor": "range",
+                "coordinator": 1,
+                "members": [
+                    {
+                        "member_id": f"{evil}-1",
+                        "client_id": evil,
+                        "assignment": [["orders", 0], ["orders", 1]],
+                    },
+                ],
+                "committed": {"orders/0": 4},
+                "lag": {"orders/0": 1},
+                "total_lag": 1,
+            }
+        }
+    )
+    rebalance = Event(
+        seq=3,
+        time_ms=2_019,
+        kind="rebalance",
+        text="billing rebalanced",
+        group="billing",
+        data={
+            "generation": 2,
+            "reason": evil,
+            "members": [f"{evil}-1"],
+            "assigned": {f"{evil}-1": [["orders", 0]]},
+        },
+    )
+    html = groups_html(groups_view(snapshot, (rebalance,), {}))
+    page = Tags(html)
+    assert page.depth == 0
+    assert "<i>" not in html
+    (group,) = [a for tag, a in page.open if tag == "article"]
+    assert (group["id"], group["data-generation"], group["data-state"]) == ("group-billing", "2", "Stable")
+    text = " ".join("".join(page.text).split())
+    assert "lag 1" in text
+    escaped = "&lt;i&gt;&quot;m&quot;&lt;/i&gt;"
+    # partition, owner, committed, lag
+    assert (
+        f'<th scope="row">orders-0</th><td>{escaped}</td><td class="num">4</td><td class="num">1</td>' in html
+    )
+    assert '<th scope="row">orders-1</th><td>' + escaped + '</td><td class="num">—</td>' in html
+    assert evil + " …" in text
+    assert "gen 2 0:02.019" in text
+    assert "1 member: " + evil + "-1" in text
+    assert "received orders-0" in text
+    assert "No consumer group yet" in groups_html(groups_view(three_brokers(), (), {}))
