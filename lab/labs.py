@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import secrets
 import shutil
 import threading
@@ -48,6 +47,8 @@ from lab.runtime.spec import (
     TopicSpec,
 )
 from lab.visuals.frame import TopicIndex, plog_key, same_inputs
+from lab.visuals.markup import PLAIN, partition_html
+from lab.visuals.partition_log import TopicLog
 from lab.zookeeper_server import INSTALL_HINT, zookeeper_status
 
 log = logging.getLogger(__name__)
@@ -380,14 +381,6 @@ def page_parts(live: Any) -> dict[str, Any]:
 # ---------------------------------------------------------------------------- rendering
 
 
-_ID_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
-
-
-def dom_id(text: str) -> str:
-    """An HTML id part from a topic or client name."""
-    return _ID_UNSAFE.sub("_", text)
-
-
 # Fragments that extensions add to frames (a view key, or its prefix before ":", to a template
 # that draws it with ``v``, the view model): see LiveLab.add_view.
 EXTRA_FRAGMENTS: dict[str, str] = {}
@@ -415,6 +408,12 @@ def warm_up() -> None:
 
     reverse("lab-act", args=["a-lab", "kill"])
     get_template(TemplateRenderer.template)
+
+
+# A partition drawn alone is swapped by its id; inside its topic's section it is not (htmx would swap
+# it out of the section).
+_PARTITION_TAG = '<div class="partition-log" '
+_PARTITION_SWAP = '<div class="partition-log" hx-swap-oob="true" '
 
 
 class TemplateRenderer:
@@ -495,25 +494,53 @@ class TemplateRenderer:
         return inputs is not None and last is not None and same_inputs(last[0], inputs)
 
     def partition(self, topic: Any, partition: Any, tip: Mapping[str, str]) -> str:
-        """One partition of ``topic``'s log (``live.html#plog-partition``), drawn again only when what
-        it is drawn from changed."""
+        """One partition of ``topic``'s log (``lab.visuals.markup``), drawn again only when what it is
+        drawn from changed."""
         where = (str(topic.topic), int(partition.partition))
         inputs = (topic.topic, topic.tips, dict(tip), partition)
         with self._lock:
             last = self._partitions.get(where)
         if last is not None and last[0] == inputs:
             return last[1]
-        html = render_fragment(f"{self.template}#plog-partition", {"t": topic, "p": partition, "tip": tip})
+        html = partition_html(topic, partition, tip)
         with self._lock:
             self._partitions[where] = (inputs, html)
             self.partitions_drawn += 1
         return html
+
+    def changes(self, key: str, views: Mapping[str, object], previous: Mapping[str, object]) -> str:
+        """What a page showing ``previous`` needs to show fragment ``key`` of ``views``: the fragment, or
+        for a topic's partition log whose partitions are the same ones, only those that changed, each
+        swapped by its own id (a busy topic's three partitions, not the section of all with
+        __consumer_offsets' five for the one a group committed to)."""
+        now, before = views.get(key), previous.get(key)
+        index, index_before = views.get("plogs"), previous.get("plogs")
+        if not (
+            key.startswith("plog:")
+            and isinstance(now, TopicLog)
+            and isinstance(before, TopicLog)
+            and (now.topic, now.internal, now.tips) == (before.topic, before.internal, before.tips)
+            and [p.partition for p in now.partitions] == [p.partition for p in before.partitions]
+            and isinstance(index, TopicIndex)
+            and isinstance(index_before, TopicIndex)
+            and index.tips == index_before.tips
+        ):
+            return self.fragment(key, views)
+        tip = index.tip
+        return "".join(
+            self.partition(now, p, tip).replace(_PARTITION_TAG, _PARTITION_SWAP, 1)
+            for p, was in zip(now.partitions, before.partitions, strict=True)
+            if p != was
+        )
 
     def draw(self, key: str, views: Mapping[str, object]) -> str:
         """Fragment ``key`` drawn afresh."""
         extra = EXTRA_FRAGMENTS.get(key.split(":", 1)[0])
         if extra is not None:
             return render_fragment(extra, {"v": views.get(key), "key": key, "views": views})
+        plain = PLAIN.get(key)
+        if plain is not None:  # drawn in every frame: plain strings (lab.visuals.markup)
+            return plain(views.get(key))
         name = "plog" if key.startswith("plog:") else key
         ctx = self.context(key, views)
         if name == "plog":

@@ -18,6 +18,7 @@ from lab.managed_server import free_port
 from lab.models import Lab, LabPort
 from lab.runtime.manager import runtime
 from lab.visuals.frame import plog_key
+from lab.visuals.markup import PLAIN
 from tests.labhelpers import make_lab, make_user
 from tests.processes import wait_until
 
@@ -177,15 +178,19 @@ def test_a_page_connecting_gets_the_full_state_drawn_only_where_the_frames_did_n
         return draw(key, views)
 
     renderer.draw = counted  # type: ignore[method-assign]
+    partitions = renderer.partitions_drawn
     full = live.render_full(frame)
     renderer.draw = draw  # type: ignore[method-assign]
+    # A topic's section is joined from its partitions' drawings.
+    assert renderer.partitions_drawn == partitions
     # The same page as every fragment drawn afresh...
     assert full == "".join(draw(key, frame.views) for key in frame.views)
     # ...drawn again only where a fragment's inputs changed since a frame drew it: those drawn from
     # other fragments' views too (the partition-log index holds every topic's block, the cluster map
     # the sessions, the clients their counters: frames draw only the fragment whose view changed), and
-    # the lab's listeners (drawn from the whole frame). Not the timeline, the tree, the charts...
-    assert set(drawn) <= {"plogs", "cluster-map", "clients", LISTENERS_VIEW}, drawn
+    # the lab's listeners (drawn from the whole frame), and a topic's section (frames send the
+    # partitions that changed, each alone). Not the timeline, the tree, the charts...
+    assert set(drawn) <= {"plogs", plog_key("orders"), "cluster-map", "clients", LISTENERS_VIEW}, drawn
 
 
 def test_fragments_are_drawn_as_django_would_localize_them() -> None:
@@ -228,6 +233,8 @@ def test_fragments_are_drawn_as_django_would_localize_them() -> None:
         c.close()
     renderer = labs.TemplateRenderer("t")
     for key in views:
+        if key in PLAIN:
+            continue  # no template: plain strings (tests/visuals/test_markup.py)
         name = "plog" if key.startswith("plog:") else key
         context = renderer.context(key, views)
         if name == "plog":
@@ -411,3 +418,40 @@ def test_a_frame_draws_again_only_the_partitions_that_changed() -> None:
     assert drawn != first
     assert 'id="plog-orders-1"' in drawn
     assert drawn.count('class="partition-log"') == 3
+
+
+def test_a_frame_after_a_produce_to_one_partition_sends_that_partition_alone() -> None:
+    # A page holding the last frame gets only the partition whose records moved, swapped by its own
+    # id: not the topic's section of all its partitions (most of a busy lab's bytes, every frame).
+    from lab.engine import Cluster
+
+    c = Cluster.create(brokers=3, seed=7)
+    try:
+        c.create_topic("orders", partitions=3, replication_factor=3)
+        producer = c.producer(acks="all")
+        producer.send("orders", b"first", partition=0)
+        producer.flush()
+        c.run_for(1_000)
+        renderer = labs.TemplateRenderer("t")
+        before = _views(c)
+        renderer.fragment(plog_key("orders"), before)
+        producer.send("orders", b"second", partition=1)
+        producer.flush()
+        c.run_for(1_000)
+        after = _views(c)
+        c.create_topic("payments", partitions=2, replication_factor=3)
+        c.run_for(1_000)
+        grown = _views(c)
+    finally:
+        c.close()
+    sent = renderer.changes(plog_key("orders"), after, before)
+    assert sent.count('class="partition-log"') == 1
+    assert sent.lstrip().startswith('<div class="partition-log" hx-swap-oob="true" id="plog-orders-1"')
+    assert 'id="plog-orders"' not in sent  # not the section
+    # What the page then shows is what the whole section drawn afresh shows.
+    whole = labs.TemplateRenderer("t").fragment(plog_key("orders"), after)
+    assert sent.replace(' hx-swap-oob="true"', "", 1) in whole
+    # A topic the page does not hold yet gets its section.
+    assert 'id="plog-payments" hx-swap-oob="true"' in renderer.changes(plog_key("payments"), grown, after)
+    # Anything else is its fragment, as before.
+    assert renderer.changes("clock-time", after, before) == renderer.fragment("clock-time", after)

@@ -38,6 +38,7 @@ from lab.engine.scram import ScramCredential
 from lab.engine.tasks import Pending
 from lab.runtime import actions, tls
 from lab.runtime.broadcast import Broadcaster, broadcaster, group_name
+from lab.runtime.budget import FrameBudget, frame_budget
 from lab.runtime.changes import state_key, tree_key
 from lab.runtime.clock import LabClock
 from lab.runtime.commands.reads import INTERNAL_PREFIX
@@ -69,11 +70,9 @@ QUIET_TICK_S = 0.5
 # The ZooKeeper tree is read again once the lab changed (lab.runtime.changes); in a quiet lab only
 # this often, for what changes in ZooKeeper without the lab (a person with zkCli).
 TREE_QUIET_INTERVAL_S = 30.0
-# The share of a core a lab's frames may take (building and drawing them, measured on the driver's
-# thread): a frame that cost 5 ms is followed by the next 250 ms later, not 100. A class of busy labs
-# then fits the server's cores, and a small lab keeps its ten frames a second.
-FRAME_SHARE = 0.02
-SLOWEST_FRAMES_S = 1.0  # however costly its frames, a watched lab that changes gets one a second
+# However costly its frames and busy its process (lab.runtime.budget), a lab that changes gets a frame
+# this often.
+SLOWEST_FRAMES_S = 1.0
 
 
 # Why a broker's listener closed, by the broker's state (the timeline says it to the clients dropped).
@@ -146,6 +145,7 @@ class LiveLab:
         listen: Listen | None = None,
         sleep_after_s: float | None = SLEEP_AFTER_S,
         on_spec_change: Callable[[LiveLab], None] | None = None,
+        budget: FrameBudget | None = None,
     ) -> None:
         self._spec = spec
         # Called (driver thread) when the spec changed with no command to save it after: an ACL or a
@@ -161,6 +161,8 @@ class LiveLab:
         self.run_id = secrets.token_hex(4)
         self.tick_s = tick_s
         self.publish_interval_s = publish_interval_s
+        # The process's frame share, which its labs divide (lab.runtime.budget).
+        self.budget = budget or frame_budget
         self.tree_interval_s = tree_interval_s
         self.quiet_tick_s = quiet_tick_s
         self.clock = LabClock(rate=spec.rate, wall=wall)
@@ -236,7 +238,6 @@ class LiveLab:
         self._tree_reading_key: object = None
         self._tree_checked_at = -math.inf
         self._last_publish = 0.0
-        self._frame_cost_s = 0.0  # what the last frames cost the driver's thread (a moving average)
         self._memo = Memo()  # the views a frame may take over from the last one
         self._events_seen: tuple[Event, ...] = ()
         self._first_step_at: float | None = None
@@ -632,6 +633,7 @@ class LiveLab:
             for _, future in leftover:
                 future.set_exception(IllegalState(f"lab {self.slug} stopped"))
             unregister_lab(self.slug)
+            self.budget.forget(self.slug)
             self.state = "stopped"
 
     def _run_commands(self, work: list[tuple[actions.Act, Future[Any]]]) -> None:
@@ -1174,9 +1176,9 @@ class LiveLab:
         )
 
     def _frame_interval(self) -> float:
-        """The wall seconds between two frames: ``publish_interval_s``, or longer for a lab whose frames
-        cost more than ``FRAME_SHARE`` of a core at that pace."""
-        return max(self.publish_interval_s, min(SLOWEST_FRAMES_S, self._frame_cost_s / FRAME_SHARE))
+        """The wall seconds between two frames: ``publish_interval_s``, or longer when this lab's frames
+        at that pace would cost more than its part of the process's frame share (lab.runtime.budget)."""
+        return self.budget.interval(self.slug, fastest_s=self.publish_interval_s, slowest_s=SLOWEST_FRAMES_S)
 
     def _maybe_publish(self) -> None:
         now = time.monotonic()
@@ -1195,8 +1197,7 @@ class LiveLab:
         try:
             self._make_frame(made_at, hooked)
         finally:
-            cost = time.thread_time() - began
-            self._frame_cost_s = cost if not self._frame_cost_s else 0.7 * self._frame_cost_s + 0.3 * cost
+            self.budget.charge(self.slug, time.thread_time() - began)
 
     def _make_frame(self, made_at: float, hooked: Mapping[str, object]) -> None:
         inputs = self._collect()
@@ -1222,7 +1223,15 @@ class LiveLab:
             self._cond.notify_all()
         self._update_registry(inputs.snapshot)
         if send and self.renderer is not None:
-            html = "".join(self.renderer.fragment(k, frame.views) for k in [*changed, "frame"])
+            # A renderer that can draw less than a changed fragment (a topic's partitions that changed)
+            # does; the page holds the previous frame's fragments.
+            changes = getattr(self.renderer, "changes", None)
+            html = "".join(
+                changes(k, frame.views, previous.views)
+                if changes is not None
+                else self.renderer.fragment(k, frame.views)
+                for k in [*changed, "frame"]
+            )
             self.broadcast.send(
                 self.group,
                 # ``group``: a web process relays one copy of a frame to its pages of the lab (lab.relay)

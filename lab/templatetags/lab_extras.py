@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping
-from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from typing import Any
 
 from django import template
-from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
-from lab.labs import dom_id
 from lab.visuals.clock import clock_label
+from lab.visuals.markup import dom_id, partition_html
 
 register = template.Library()
 
@@ -44,46 +41,12 @@ def clock(time_ms: Any) -> str:
     return clock_label(int(time_ms))
 
 
-@register.filter
-def offset_cells(cells: str) -> SafeString:
-    """``{{ r.cells|offset_cells }}``: a replica's offset cells, one ``<i class="k<letter>">`` per offset
-    (drawn every frame for every replica, so in one join rather than a template loop)."""
-    return mark_safe("".join(map(_cell, str(cells))))
-
-
-@functools.cache
-def _cell(letter: str) -> str:
-    return f'<i class="k{escape(letter)}"></i>'
-
-
-@register.filter
-def tenths(value: Any) -> str:
-    """``{{ rate|tenths }}``: a number to one decimal, none when it is whole ("3", "2.5", "3.0" for
-    2.96), as Django's ``floatformat:"-1"`` writes it in English. Without Django's localization, which
-    looks the language up under a lock every process-wide: a frame draws its charts' figures with it,
-    and a worker's labs drawing at once queued on that lock more than they drew."""
-    try:
-        number = Decimal(repr(value)) if isinstance(value, float) else Decimal(str(value))
-    except InvalidOperation:
-        return ""
-    if not number.is_finite():
-        return str(value)
-    if number == number.to_integral_value():
-        return str(int(number))
-    rounded = number.quantize(Decimal("0.1"), rounding=ROUND_HALF_UP)
-    return str(abs(rounded) if rounded == 0 else rounded)  # "0.0", never "-0.0"
-
-
 @register.simple_tag(takes_context=True)
 def plog_partition(context: template.Context, topic: Any, partition: Any) -> SafeString:
-    """One partition of a partition log (``live.html#plog-partition``): through the lab's renderer, which
+    """One partition of a partition log (``lab.visuals.markup``): through the lab's renderer, which
     draws it again only when it changed (``lab.labs.TemplateRenderer.partition``), else drawn here."""
     tip = context.get("tip", {})
     draw = context.get("draw_partition")
-    if draw is not None:
-        return mark_safe(draw(topic, partition, tip))
-    from lab.labs import render_fragment
-
     return mark_safe(
-        render_fragment("lab/live.html#plog-partition", {"t": topic, "p": partition, "tip": tip})
+        draw(topic, partition, tip) if draw is not None else partition_html(topic, partition, tip)
     )

@@ -96,7 +96,7 @@ def build(inputs: FrameInputs, memo: Memo | None = None) -> dict[str, object]:
     memo = memo or Memo()
     snap = inputs.snapshot
     config = inputs.config
-    logs = partition_logs(snap, config, rate=0.0 if inputs.paused else inputs.rate)
+    logs = partition_logs(snap, config, rate=0.0 if inputs.paused else inputs.rate, take=memo.take)
     views: dict[str, object] = {
         "status": inputs.status,
         "clock-time": ClockTime(

@@ -13,7 +13,7 @@ left to travel so the page can animate them.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -356,13 +356,48 @@ def partition_log(
     )
 
 
+# ``Memo.take`` (lab.visuals.frame): the view kept under a name while its inputs are equal.
+Take = Callable[[str, tuple[object, ...], Callable[[], PartitionLog]], PartitionLog]
+
+
 def partition_logs(
-    snapshot: Mapping[str, Any], config: Mapping[str, str], *, rate: float, width: int = WINDOW
+    snapshot: Mapping[str, Any],
+    config: Mapping[str, str],
+    *,
+    rate: float,
+    width: int = WINDOW,
+    take: Take | None = None,
 ) -> PartitionLogs:
-    """Every topic's partitions (user topics first), from an engine snapshot."""
+    """Every topic's partitions (user topics first), from an engine snapshot. With ``take``, a partition
+    whose snapshot and fetches in flight are those of the last frame keeps its view (a busy lab's
+    __consumer_offsets has five partitions, and a group commits to one)."""
     in_flight = list(snapshot.get("in_flight") or ())
     now = int(snapshot.get("time_ms") or 0)
     topics = []
+
+    def one(name: str, part: Mapping[str, Any], overrides: Mapping[str, str]) -> PartitionLog:
+        def make() -> PartitionLog:
+            return partition_log(
+                name,
+                part,
+                in_flight=in_flight,
+                now_ms=now,
+                rate=rate,
+                config=config,
+                topic_config=overrides,
+                width=width,
+            )
+
+        if take is None:
+            return make()
+        # What the view is drawn from: the partition's snapshot, the lab's config and the topic's, and
+        # its fetches in flight (the only part that moves with time alone).
+        logs = part.get("logs") or {}
+        leader = int(part["leader"])
+        rows = [int(r) for r in part["replicas"] if str(r) in logs]
+        flights = _flights(in_flight, rows, None if leader < 0 else leader, now, rate)
+        return take(f"plog:{name}:{part['partition']}", (part, flights, config, overrides, width), make)
+
     for name in sorted(snapshot.get("topics", {}), key=lambda t: (t.startswith("__"), t)):
         parts = sorted(snapshot["topics"][name]["partitions"], key=lambda p: p["partition"])
         overrides: Mapping[str, str] = snapshot["topics"][name].get("config") or {}
@@ -373,19 +408,7 @@ def partition_logs(
                 min_insync_replicas=int(effective_value("min.insync.replicas", config, overrides)),
                 min_isr_override="min.insync.replicas" in overrides,
                 tips=tuple((k, tip(k, config, overrides)) for k in _TIPS),
-                partitions=tuple(
-                    partition_log(
-                        name,
-                        p,
-                        in_flight=in_flight,
-                        now_ms=now,
-                        rate=rate,
-                        config=config,
-                        topic_config=overrides,
-                        width=width,
-                    )
-                    for p in parts
-                ),
+                partitions=tuple(one(name, p, overrides) for p in parts),
             )
         )
     return PartitionLogs(

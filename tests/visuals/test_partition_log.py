@@ -214,3 +214,31 @@ def test_an_open_transaction_draws_the_lso_and_markers_draw_as_control_cells() -
         "orders", _part({1: log(0, 6, 6, role="leader")}), in_flight=[], now_ms=0, rate=1.0, config={}
     ).replicas
     assert [m.label for m in plain.markers] == ["log start", "HW LEO"]
+
+
+def test_a_partition_that_did_not_change_keeps_its_view_and_one_that_did_is_made_again() -> None:
+    from copy import deepcopy
+
+    from lab.visuals.frame import Memo
+
+    memo = Memo()
+    before = three_brokers()
+    first = partition_logs(before, {}, rate=1.0, take=memo.take)
+    after = deepcopy(before)  # a new snapshot, as every frame's is
+    after["time_ms"] += 100
+    for replica in after["topics"]["orders"]["partitions"][1]["logs"].values():
+        replica["log_end_offset"] = 6  # records reached partition 1 only
+    second = partition_logs(after, {}, rate=1.0, take=memo.take)
+    p0, p1, p2 = second.topics[0].partitions
+    assert p0 is first.topics[0].partitions[0]
+    assert p2 is first.topics[0].partitions[2]
+    assert p1 is not first.topics[0].partitions[1]
+    assert second == partition_logs(after, {}, rate=1.0)  # the same views as made afresh
+    # A fetch in flight moves with time alone: its partitions are made again while it flies.
+    flying = deepcopy(after)
+    flying["in_flight"] = [
+        {"id": 1, "kind": "Fetch", "src": 2, "dst": 1, "sent_ms": 1200, "deliver_ms": 1400}
+    ]
+    third = partition_logs(flying, {}, rate=1.0, take=memo.take)
+    assert third == partition_logs(flying, {}, rate=1.0)
+    assert any(p.flights for p in third.topics[0].partitions)
