@@ -7,9 +7,8 @@ import asyncio
 import uuid
 from typing import Any
 
-from channels_redis.core import RedisChannelLayer
-
 from lab.relay import FRAME, MOVED, Relay
+from lab.runtime.redis_layer import LabRedisChannelLayer
 
 
 class Page:
@@ -33,7 +32,7 @@ async def _until(check: Any, timeout_s: float = 10.0) -> None:
 
 def test_one_copy_of_a_frame_reaches_every_page_watching_the_lab(redis: str) -> None:
     async def run() -> None:
-        layer = RedisChannelLayer(hosts=[{"address": redis, "socket_timeout": 30}])
+        layer = LabRedisChannelLayer(hosts=[{"address": redis, "socket_timeout": 30}])
         relay = Relay()
         # The session's Redis is shared by this process's other tests: groups of this test's own.
         run = uuid.uuid4().hex[:8]

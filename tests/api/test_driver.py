@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from channels_redis.core import RedisChannelLayer
 from pytest_django.fixtures import Settings
 
 from lab import remote
@@ -24,13 +23,14 @@ from lab.models import Lab
 from lab.runtime.courier import Courier
 from lab.runtime.live import LiveLab
 from lab.runtime.ownership import Ownership
+from lab.runtime.redis_layer import LabRedisChannelLayer
 from lab.worker import status_of
 from tests.api.helpers import Api
 from tests.labhelpers import make_lab
 
 
 def _courier(redis: str, name: str) -> Courier:
-    return Courier(RedisChannelLayer(hosts=[{"address": redis, "socket_timeout": 30}]), name=name)
+    return Courier(LabRedisChannelLayer(hosts=[{"address": redis, "socket_timeout": 30}]), name=name)
 
 
 @pytest.fixture
