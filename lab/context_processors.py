@@ -3,10 +3,10 @@ limits, so a form's ``max`` and ``maxlength`` are the ones the server checks."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest
+from django.utils.deprecation import MiddlewareMixin
 
 from lab.engine import limits as lab_limits
 
@@ -19,15 +19,12 @@ def limits(request: HttpRequest) -> dict[str, Any]:
     return {"limits": lab_limits}
 
 
-class RoleMiddleware:
+class RoleMiddleware(MiddlewareMixin):
     """Reads the person's role once per request, where the database may be used (async views' templates
-    render in an event loop, where it may not)."""
+    render in an event loop, where it may not). Sync and async: under daphne the read is a short hop to
+    a thread, not the whole request held on asgiref's one thread for sync code (lab.request_size)."""
 
-    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
-        self.get_response = get_response
-
-    def __call__(self, request: HttpRequest) -> HttpResponse:
+    def process_request(self, request: HttpRequest) -> None:
         from lab.access import is_instructor
 
         request.is_instructor = is_instructor(request.user)  # type: ignore[attr-defined]
-        return self.get_response(request)
