@@ -120,9 +120,10 @@ def test_an_answer_after_the_caller_gave_up_is_dropped_quietly(
 def test_a_request_waiting_for_its_labs_worker_holds_up_no_other_request(
     ada: Api, owned: tuple[Lab, list[str]], settings: Settings
 ) -> None:
-    # Under daphne a sync-only middleware ran the rest of a request, its wait for the worker included,
-    # on asgiref's one thread for sync code: every other request (and websocket handshake) needing that
-    # thread waited for it, a class's API calls one after another.
+    # A sync-only middleware ran the rest of a request, its wait for the worker included, on a thread
+    # for sync code: daphne made each request a thread and held it that long (a quarter of the web
+    # process's GIL samples in a class), and where requests share that thread (Django's test client
+    # does), the others waited for it.
     row, asked = owned
     settings.LAB_WORKER_TIMEOUT_S = 5
     asked.append("mute")
