@@ -72,6 +72,13 @@ def owner_channel(slug: str) -> tuple[str, str]:
     return candidates[0].name, candidates[0].channel
 
 
+def owner_known(slug: str) -> bool:
+    """Whether ``owner_channel(slug)`` would answer from this process's cache, with no ZooKeeper read."""
+    with _lock:
+        zk = _ownership
+    return zk is not None and zk.cached().known(slug) is not None
+
+
 def ask(slug: str, op: str, timeout_s: float = ANSWER_S, **fields: Any) -> Future[Any]:
     """Send ``op`` for lab ``slug`` to its owner; the future holds the answer (or Kafka's error)."""
     future: Future[Any] = Future()
