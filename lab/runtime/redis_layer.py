@@ -8,7 +8,8 @@ way, one message at a time; a worker's courier, sharing the GIL with its labs' d
 on every round trip. Here:
 
 - a send is one script: the same checks (expired messages dropped, ``ChannelFull`` at capacity), one
-  round trip;
+  round trip; a group send two (the members, then one script per Redis server that drops expired
+  messages and adds the message to each member's set with room) where channels-redis makes four;
 - a process's channels (``specific.<process>!<id>``, all in one sorted set) are read in batches: one
   pop takes what is waiting, up to ``RECEIVE_BATCH`` messages, in order; the blocking pop is made only
   when nothing waits. The pop runs as a task of its own, so a receive cancelled meanwhile (a websocket
@@ -43,6 +44,24 @@ return 1
 """
 
 
+# KEYS: the members' sorted sets; ARGV: a message per key, a capacity per key, now, expired before, expiry.
+_GROUP_SEND = """
+local n = #KEYS
+local now, expired, expiry = ARGV[2 * n + 1], ARGV[2 * n + 2], ARGV[2 * n + 3]
+local full = 0
+for i = 1, n do
+    redis.call('ZREMRANGEBYSCORE', KEYS[i], 0, expired)
+    if redis.call('ZCARD', KEYS[i]) < tonumber(ARGV[n + i]) then
+        redis.call('ZADD', KEYS[i], now, ARGV[i])
+        redis.call('EXPIRE', KEYS[i], expiry)
+    else
+        full = full + 1
+    end
+end
+return full
+"""
+
+
 class LabRedisChannelLayer(RedisChannelLayer):  # type: ignore[misc]  # channels-redis is untyped
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -74,6 +93,24 @@ class LabRedisChannelLayer(RedisChannelLayer):  # type: ignore[misc]  # channels
         )
         if not added:
             raise ChannelFull()
+
+    async def group_send(self, group: str, message: dict[str, Any]) -> None:
+        """``message`` to every member of ``group``; a member whose channel is full misses it (as
+        channels-redis does)."""
+        assert self.require_valid_group_name(group), "Group name not valid"
+        key = self._group_key(group)
+        now = time.time()
+        async with self.connection(self.consistent_hash(group)).pipeline(transaction=False) as pipe:
+            pipe.zremrangebyscore(key, min=0, max=int(now) - self.group_expiry)
+            pipe.zrange(key, 0, -1)
+            _expired, members = await pipe.execute()
+        channels = [member.decode("utf8") for member in members]
+        by_server, messages, capacities = self._map_channel_keys_to_connection(channels, message)
+        for index, keys in by_server.items():
+            args = [*(messages[k] for k in keys), *(capacities[k] for k in keys)]
+            await self.connection(index).eval(
+                _GROUP_SEND, len(keys), *keys, *args, now, int(now) - int(self.expiry), int(self.expiry)
+            )
 
     async def receive_single(self, channel: str) -> tuple[Any, dict[str, Any]]:
         if "!" not in channel:

@@ -99,3 +99,16 @@ def test_a_receive_cancelled_while_it_waits_loses_no_message(redis: str) -> None
         return int(message["n"])
 
     assert _run(redis, test) == 7
+
+
+def test_a_member_whose_channel_is_full_misses_a_group_message_and_the_others_get_it(redis: str) -> None:
+    async def test(layer: LabRedisChannelLayer) -> tuple[list[int], list[int]]:
+        full = await layer.new_channel(prefix="full")  # a process of its own: a set of its own
+        other = await layer.new_channel(prefix="other")
+        for channel in (full, other):
+            await layer.group_add("lab.demo", channel)
+        await layer.send(full, {"type": "t", "n": 0})  # at its capacity of 1
+        await layer.group_send("lab.demo", {"type": "t", "n": 1})
+        return [(await layer.receive(full))["n"]], [(await layer.receive(other))["n"]]
+
+    assert _run(redis, test, capacity=1) == ([0], [1])
