@@ -185,11 +185,13 @@ class Relay:
                 log.exception("a page could not be told its lab is unavailable")
 
     async def _answered(self, lab: _Lab, full: dict[str, Any]) -> None:
-        """A full state serves every waiting page that missed no frame newer than it (frames this
-        relay handed out before the page came, of the same run); the others get the next one."""
+        """A full state serves every waiting page that missed no frame newer than it (a frame of the
+        same run this relay handed out before the page came); the others get the next one, drawn
+        later. A full state of another run (the lab started again, or moved) serves: it is the
+        newer, and a frame of the old run that follows makes the page ask again."""
         lab.asking = False
         run, seq = str(full.get("run", "")), int(full.get("frame") or 0)
-        served = [p for p, (r, s) in lab.waiting.items() if not r or (r == run and s <= seq)]
+        served = [p for p, (r, s) in lab.waiting.items() if r != run or s <= seq]
         for page in served:
             del lab.waiting[page]
         if lab.waiting:

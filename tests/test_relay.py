@@ -117,6 +117,7 @@ class Owner:
         self.go = threading.Event()
         self.refuse: Exception | None = None
         self.drawn = 0
+        self.seqs: list[int] = []  # the lab's latest frame as each full state is drawn (1, 2, ...)
 
         async def handle(message: dict[str, Any]) -> None:
             self.asked.append(message)
@@ -131,7 +132,8 @@ class Owner:
                 return
             if new or message.get("full"):
                 self.drawn += 1
-                full = {"type": FRAME, "html": f"full {self.drawn}", "frame": self.drawn, "full": True}
+                seq = self.seqs.pop(0) if self.seqs else self.drawn
+                full = {"type": FRAME, "html": f"full {self.drawn}", "frame": seq, "run": "r1", "full": True}
                 await self.courier.deliver(message["channel"], full)
             await self.courier.reply(message, result="subscribed")
 
@@ -244,5 +246,27 @@ def test_a_lab_that_moved_is_subscribed_to_again_once_for_every_page(redis: str,
         await layer.group_send(group, {"type": MOVED, "group": group, "text": "moved"})
         await _until(lambda: all(len(p.full) == 2 and p.moved == ["moved"] for p in pages))
         assert owner.ops("subscribe") == before + 1
+
+    _watching(redis, test)
+
+
+def test_a_page_that_saw_a_newer_frame_than_the_full_state_on_its_way_gets_the_next(
+    redis: str, owner: Owner
+) -> None:
+    slug = f"late-{uuid.uuid4().hex[:8]}"
+    group = f"lab.{slug}"
+    owner.seqs = [3, 6]  # the first full state is drawn at frame 3, the next at frame 6
+
+    async def test(layer: LabRedisChannelLayer, relay: Relay) -> None:
+        first, second = Watcher(), Watcher()
+        await relay.watch(layer, group, first, remote.RemotePage(slug))
+        frame = {"type": FRAME, "group": group, "html": "<b>5</b>", "frame": 5, "after": 4, "run": "r1"}
+        await layer.group_send(group, frame)
+        await _until(lambda: first.frames == ["<b>5</b>"])
+        await relay.watch(layer, group, second, remote.RemotePage(slug))  # it came after frame 5
+        owner.go.set()
+        await _until(lambda: bool(first.full and second.full))
+        assert (first.full, second.full) == (["full 1"], ["full 2"])  # frame 3's would miss frame 5
+        assert relay.subscribes == 2
 
     _watching(redis, test)
