@@ -40,6 +40,7 @@ log = logging.getLogger(__name__)
 
 FRAME = "lab.frame"
 MOVED = "lab.moved"
+FULL_STATE_S = 15.0  # a full state the worker said it sent and that has not come: asked for again
 
 
 class Page(Protocol):
@@ -74,6 +75,7 @@ class _Lab:
     asking: bool = False  # a full state asked for and not arrived
     last: tuple[str, int] = ("", 0)  # the last frame handed out (run, seq)
     moves: int = 0  # lab.moved heard: an answer from the worker it left is not awaited
+    asked: int = 0  # full states asked for
     tasks: list[asyncio.Task[None]] = field(default_factory=list)  # its receiver and its renewals
 
 
@@ -163,7 +165,8 @@ class Relay:
         """Ask the lab's worker for its full state (one request on its way per lab)."""
         lab.asking = True
         self.subscribes += 1
-        moves = lab.moves
+        lab.asked += 1
+        asked, moves = lab.asked, lab.moves
 
         async def subscribe() -> None:
             try:
@@ -172,6 +175,11 @@ class Relay:
             except Exception as error:
                 if lab.moves == moves:  # (a request to a worker the lab left is not this one's)
                     await self._refused(lab, error)
+                return
+            # The worker sent it before it answered; should it never come (expired in Redis), ask again.
+            await asyncio.sleep(FULL_STATE_S)
+            if lab.asking and lab.asked == asked and self._labs.get(lab.group) is lab:
+                self._ask(lab)
 
         _keep(asyncio.get_running_loop().create_task(subscribe()))
 

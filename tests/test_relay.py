@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from lab import relay as relay_module
 from lab import remote
 from lab.engine.errors import PolicyViolation
 from lab.relay import FRAME, MOVED, Relay
@@ -118,6 +119,7 @@ class Owner:
         self.refuse: Exception | None = None
         self.drawn = 0
         self.seqs: list[int] = []  # the lab's latest frame as each full state is drawn (1, 2, ...)
+        self.lose = 0  # full states said sent that never arrive (lost on the way)
 
         async def handle(message: dict[str, Any]) -> None:
             self.asked.append(message)
@@ -134,7 +136,10 @@ class Owner:
                 self.drawn += 1
                 seq = self.seqs.pop(0) if self.seqs else self.drawn
                 full = {"type": FRAME, "html": f"full {self.drawn}", "frame": seq, "run": "r1", "full": True}
-                await self.courier.deliver(message["channel"], full)
+                if self.lose:
+                    self.lose -= 1
+                else:
+                    await self.courier.deliver(message["channel"], full)
             await self.courier.reply(message, result="subscribed")
 
         self.courier.serve(handle)
@@ -267,6 +272,24 @@ def test_a_page_that_saw_a_newer_frame_than_the_full_state_on_its_way_gets_the_n
         owner.go.set()
         await _until(lambda: bool(first.full and second.full))
         assert (first.full, second.full) == (["full 1"], ["full 2"])  # frame 3's would miss frame 5
+        assert relay.subscribes == 2
+
+    _watching(redis, test)
+
+
+def test_a_full_state_that_never_came_is_asked_for_again(
+    redis: str, owner: Owner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(relay_module, "FULL_STATE_S", 0.2)  # not 15 s: the test waits for the retry
+    slug = f"lost-{uuid.uuid4().hex[:8]}"
+    owner.lose = 1
+    owner.go.set()
+
+    async def test(layer: LabRedisChannelLayer, relay: Relay) -> None:
+        page = Watcher()
+        await relay.watch(layer, f"lab.{slug}", page, remote.RemotePage(slug))
+        await _until(lambda: bool(page.full))
+        assert page.full == ["full 2"]
         assert relay.subscribes == 2
 
     _watching(redis, test)
