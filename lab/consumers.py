@@ -35,8 +35,9 @@ NOT_YOURS = 4404
 # Closed after access ended (the demo ended, ...): the page says why and does not reconnect.
 ACCESS_ENDED = 4410
 # The lab's worker could not run it (the class server is full, no worker) or did not answer: the page
-# tries again, as after a server restart.
-UNAVAILABLE = 1011
+# tries again, as after a server restart (lab.js: below 4000). Not 1011, which autobahn refuses to send
+# from a server (1000 or 3000-4999 only): the close raised, and the page stayed open with no full state.
+UNAVAILABLE = 3503
 
 
 def _visible(user: Any, slug: str, session: Any) -> tuple[Lab | None, str, str]:
