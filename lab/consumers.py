@@ -15,7 +15,6 @@ from typing import Any
 from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
-from django.conf import settings
 from django.template.loader import render_to_string
 
 from lab import access, revocation
@@ -36,8 +35,9 @@ NOT_YOURS = 4404
 # Closed after access ended (the demo ended, ...): the page says why and does not reconnect.
 ACCESS_ENDED = 4410
 # The lab's worker could not run it (the class server is full, no worker) or did not answer: the page
-# tries again, as after a server restart.
-UNAVAILABLE = 1011
+# tries again, as after a server restart (lab.js: below 4000). Not 1011, which autobahn refuses to send
+# from a server (1000 or 3000-4999 only): the close raised, and the page stayed open with no full state.
+UNAVAILABLE = 3503
 
 
 def _visible(user: Any, slug: str, session: Any) -> tuple[Lab | None, str, str]:
@@ -56,7 +56,6 @@ def log_unavailable(slug: str, error: BaseException) -> None:
 class LabConsumer(AsyncWebsocketConsumer):
     live: LiveLab | RemotePage | None = None
     lab: Lab | None = None
-    renewing: asyncio.Task[None] | None = None
     group: str | None = None
     user_group: str | None = None
     relayed = False  # the lab's frames come through lab.relay (a lab on a worker), not its group
@@ -93,66 +92,36 @@ class LabConsumer(AsyncWebsocketConsumer):
         self.user_pk = user.pk
         self.group = group_name(slug)
         self.user_group = revocation.user_group(user.pk)
-        if isinstance(live, RemotePage):  # one copy of each frame for all of this process's pages
-            self.relayed = True
-            await relay.watch(self.channel_layer, self.group, self)
-        else:
-            await self.channel_layer.group_add(self.group, self.channel_name)
-        await self.channel_layer.group_add(self.user_group, self.channel_name)
         await self.accept()
-        await self._subscribe(live)
-
-    async def _subscribe(self, live: LiveLab | RemotePage) -> None:
-        """Count this page on the lab and send it the full state: here, or (a lab on a worker) the
-        lab's owner sends it to this consumer's channel."""
+        await self.channel_layer.group_add(self.user_group, self.channel_name)
         if isinstance(live, RemotePage):
-            answer = await asyncio.to_thread(live.subscribe, self.channel_name)
-            answer.add_done_callback(self._subscribed)
-            if self.renewing is None:
-                self.renewing = asyncio.get_running_loop().create_task(self._renew())
+            # This process watches the lab once (lab.relay): one subscription to its worker, one copy
+            # of each frame, and the full state for the pages that wait for it at once.
+            self.relayed = True
+            await relay.watch(self.channel_layer, self.group, self, live)
             return
+        await self.channel_layer.group_add(self.group, self.channel_name)
         live.subscribe()
         await self.lab_frame(await asyncio.to_thread(live.full_state))
 
-    def _subscribed(self, answer: Any) -> None:
-        """(the courier's thread) The owner could not run the lab or did not answer: close; the page
-        connects again, as after a restart, and the lab's page says why."""
-        error = answer.exception()
-        if error is None:
-            return
+    async def unavailable(self, error: BaseException) -> None:
+        """The lab's worker could not run it or did not answer: close; the page connects again, as
+        after a restart, and the lab's page says why."""
         log_unavailable(self.slug, error)
-        loop = broadcaster.loop
-        if loop is not None:
-            asyncio.run_coroutine_threadsafe(self._unavailable(), loop)
-
-    async def _unavailable(self) -> None:
         if self.live is None:
             return
         await self._leave()
         await self.close(code=UNAVAILABLE)
 
     async def lab_moved(self, event: dict[str, Any]) -> None:
-        """The lab's worker stopped and another took the lab up: subscribe there (the full state follows)."""
-        if self.live is None or self.lab is None:
-            return
+        """The lab's worker stopped and another took the lab up: the relay subscribes there once for
+        this process's pages, and the full state follows; frames pass as they come until then."""
         self.run = ""
-        await self._subscribe(self.live)
-
-    async def _renew(self) -> None:
-        """A lab on a worker counts this page while it renews: if this process dies, the count lapses."""
-        while True:
-            await asyncio.sleep(settings.LAB_PAGE_RENEW_S)
-            live = self.live
-            if isinstance(live, RemotePage):
-                await asyncio.to_thread(live.renew)
 
     async def disconnect(self, code: int) -> None:
         await self._leave()
 
     async def _leave(self) -> None:
-        if self.renewing is not None:
-            self.renewing.cancel()
-            self.renewing = None
         if self.relayed and self.group is not None:
             await relay.unwatch(self.channel_layer, self.group, self)
         for group in (None if self.relayed else self.group, self.user_group):
@@ -160,9 +129,9 @@ class LabConsumer(AsyncWebsocketConsumer):
                 await self.channel_layer.group_discard(group, self.channel_name)
         self.relayed = False
         self.group = self.user_group = None
-        if self.live is not None:
-            self.live.unsubscribe()
-            self.live = None
+        live, self.live = self.live, None
+        if isinstance(live, LiveLab):  # a lab on a worker: the relay tells it when the last page leaves
+            live.unsubscribe()
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         """Pages do not talk back over the socket: controls are POSTs, which Django checks (CSRF)."""
@@ -201,7 +170,8 @@ class LabConsumer(AsyncWebsocketConsumer):
     async def _resync(self, live: LiveLab | RemotePage) -> None:
         self.resyncs += 1
         if isinstance(live, RemotePage):
-            await asyncio.to_thread(live.resync)
+            if self.group is not None:
+                await relay.resync(self.group, self)
         else:
             await self.lab_frame(await asyncio.to_thread(live.full_state))
 

@@ -72,6 +72,13 @@ def owner_channel(slug: str) -> tuple[str, str]:
     return candidates[0].name, candidates[0].channel
 
 
+def owner_known(slug: str) -> bool:
+    """Whether ``owner_channel(slug)`` would answer from this process's cache, with no ZooKeeper read."""
+    with _lock:
+        zk = _ownership
+    return zk is not None and zk.cached().known(slug) is not None
+
+
 def ask(slug: str, op: str, timeout_s: float = ANSWER_S, **fields: Any) -> Future[Any]:
     """Send ``op`` for lab ``slug`` to its owner; the future holds the answer (or Kafka's error)."""
     future: Future[Any] = Future()
@@ -182,10 +189,11 @@ class RemoteLab:
 
 
 class RemotePage:
-    """A page's websocket on a lab a worker runs. Opening it is one message to the owner, which counts
-    the page (a watched lab stays awake), starts the lab if nobody runs it, and sends the page the lab's
-    full state (drawn from the fragments its frames drew: ``TemplateRenderer``); no status is asked
-    first, so a class opening its labs at once waits for nothing but that."""
+    """A lab on a worker as a web process's pages watch it: the relay (``lab.relay``) subscribes once
+    per process, with a channel of the lab's own. Subscribing is one message to the owner, which counts
+    the subscription (a watched lab stays awake), starts the lab if nobody runs it, and sends the lab's
+    full state to the channel (drawn from the fragments its frames drew: ``TemplateRenderer``); no
+    status is asked first, so a class opening its labs at once waits for nothing but that."""
 
     def __init__(self, slug: str) -> None:
         self.slug = slug
@@ -193,18 +201,15 @@ class RemotePage:
         self.channel = ""
 
     def subscribe(self, channel: str) -> Future[Any]:
-        """Subscribe ``channel``; the future fails with Kafka's error when the lab cannot run (the
-        class server is full, no worker runs) or TimeoutError when its owner does not answer."""
+        """Subscribe ``channel`` (again: the full state is sent each time); the future fails with
+        Kafka's error when the lab cannot run (the class server is full, no worker runs) or
+        TimeoutError when its owner does not answer."""
         self.channel = channel
-        return ask(self.slug, "subscribe", ANSWER_S, channel=channel)
+        return ask(self.slug, "subscribe", ANSWER_S, channel=channel, full=True)
 
     def renew(self) -> None:
-        """Sent every LAB_PAGE_RENEW_S while the page is open (a renewal sends nothing back)."""
+        """Sent every LAB_PAGE_RENEW_S while a page watches (a renewal sends nothing back)."""
         tell(self.slug, "subscribe", channel=self.channel)
-
-    def resync(self) -> None:
-        """The page missed a frame: the owner sends it the full state again."""
-        tell(self.slug, "subscribe", channel=self.channel, full=True)
 
     def unsubscribe(self) -> None:
         tell(self.slug, "unsubscribe", channel=self.channel)

@@ -14,9 +14,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from asgiref.sync import iscoroutinefunction
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, QueryDict
 from django.utils.datastructures import MultiValueDict
+from django.utils.deprecation import MiddlewareMixin
 from django.utils.html import escape
 
 from lab.engine import limits
@@ -53,16 +55,28 @@ def too_large(request: HttpRequest) -> int:
     return int(getattr(request, "too_large", 0))
 
 
-class RequestSizeMiddleware:
-    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
-        self.get_response = get_response
+class RequestSizeMiddleware(MiddlewareMixin):
+    """Sync and async: under daphne a sync-only middleware runs the rest of the request, the view's
+    waits included, on asgiref's one thread for sync code, and every other request or websocket
+    handshake that needs that thread waits for it."""
 
-    def __call__(self, request: HttpRequest) -> HttpResponse:
-        return self.get_response(request)
+    def __init__(self, get_response: Callable[[HttpRequest], Any]) -> None:
+        super().__init__(get_response)
+        if iscoroutinefunction(get_response):  # no thread for a check that reads no database
+
+            async def process_view_async(
+                request: HttpRequest, view: Callable[..., Any], args: Any, kwargs: Any
+            ) -> HttpResponse | None:
+                return self.check(request, view)
+
+            self.process_view = process_view_async  # type: ignore[method-assign]
 
     def process_view(
         self, request: HttpRequest, view: Callable[..., Any], args: Any, kwargs: Any
     ) -> HttpResponse | None:
+        return self.check(request, view)
+
+    def check(self, request: HttpRequest, view: Callable[..., Any]) -> HttpResponse | None:
         limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
         size = declared_size(request)
         if request.method != "POST" or limit is None or size <= limit or getattr(view, "csrf_exempt", False):

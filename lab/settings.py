@@ -285,7 +285,7 @@ if REDIS_URL:
     # socket timeout by default, which would end every idle wait with an error.
     CHANNEL_LAYERS = {
         "default": {
-            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "BACKEND": "lab.runtime.redis_layer.LabRedisChannelLayer",
             "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": 30}]},
         }
     }

@@ -196,3 +196,12 @@ def test_a_page_that_missed_a_frame_gets_the_full_state_again_and_skips_frames_i
         assert 'id="cluster-map" hx-swap-oob="true"' in full  # the whole state, every fragment
         assert 'id="plogs" hx-swap-oob="true"' in full
         assert "<p>" not in full
+
+
+def test_a_page_whose_lab_is_unavailable_is_closed_with_a_code_a_server_may_send_and_retries() -> None:
+    from lab.consumers import UNAVAILABLE
+
+    # daphne closes through autobahn, whose sendClose raises on any code but 1000 and 3000-4999 from a
+    # server: with 1011 the close raised and the page stayed open, waiting for a full state.
+    assert UNAVAILABLE == 1000 or 3000 <= UNAVAILABLE <= 4999
+    assert UNAVAILABLE < 4000  # lab.js: 4000 and up is access ended (no retry); below, it connects again

@@ -151,7 +151,7 @@ def test_postgres_and_redis_come_with_their_extras(
         shown = _settings(env)
         if variable == "REDIS_URL":
             assert shown["layer"] == {
-                "BACKEND": "channels_redis.core.RedisChannelLayer",
+                "BACKEND": "lab.runtime.redis_layer.LabRedisChannelLayer",
                 "CONFIG": {"hosts": [{"address": value, "socket_timeout": 30}]},
             }
         else:

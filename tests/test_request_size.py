@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import pytest
-from django.test import Client
+from asgiref.sync import async_to_sync, iscoroutinefunction
+from django.test import AsyncClient, Client
 from pytest_django.fixtures import Settings
 
 from lab.labs import live_of
 from lab.models import Lab
+from lab.request_size import RequestSizeMiddleware
 from tests.labhelpers import make_lab, make_user
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("stop_labs")]
@@ -61,3 +63,21 @@ def test_the_csrf_check_still_applies(lab: Lab) -> None:
     browser, _ = _browser(lab, f"/labs/{lab.slug}/")
     answer = browser.post(f"/labs/{lab.slug}/act/produce/", {"topic": "orders", "key": HUGE})
     assert answer.status_code == 403  # no token in the header, and the form was not read
+
+
+def test_under_asgi_the_same_answer_comes_without_a_thread(lab: Lab) -> None:
+    # daphne runs the middleware in its loop: the check is a coroutine there, not a hop to a thread.
+    browser, headers = _browser(lab, f"/labs/{lab.slug}/admin/")
+    served = AsyncClient(enforce_csrf_checks=True)
+    served.cookies = browser.cookies
+    middleware = RequestSizeMiddleware(_async_view)
+    assert iscoroutinefunction(middleware.process_view)
+    answer = async_to_sync(served.post)(
+        f"/labs/{lab.slug}/admin/create/", {"name": "big", "retention.ms": HUGE}, headers=headers
+    )
+    assert answer.status_code == 413
+    assert "is over the 2.5 MB the lab reads" in answer.content.decode()
+
+
+async def _async_view(request: object) -> None:
+    return None

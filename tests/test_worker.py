@@ -15,11 +15,11 @@ from typing import Any
 
 import pytest
 import requests
-from channels_redis.core import RedisChannelLayer
 from kazoo.client import KazooClient
 
 from lab.runtime.courier import Courier
 from lab.runtime.ownership import Ownership
+from lab.runtime.redis_layer import LabRedisChannelLayer
 from tests.lab_server import REPO, LabServer
 from tests.processes import alive, wait_until
 
@@ -277,7 +277,9 @@ def test_a_page_whose_web_process_died_stops_keeping_its_lab_awake(tmp_path: Pat
     found = re.search(r"Redis: (redis://\S+) \(managed", server.output())
     assert found is not None
     # This test plays a web process: its page subscribes to the demo lab, renews, then stops (it "died").
-    page = Courier(RedisChannelLayer(hosts=[{"address": found.group(1), "socket_timeout": 30}]), name="page")
+    page = Courier(
+        LabRedisChannelLayer(hosts=[{"address": found.group(1), "socket_timeout": 30}]), name="page"
+    )
     frames: list[dict[str, Any]] = []
 
     async def got(message: dict[str, Any]) -> None:

@@ -31,8 +31,15 @@ def user_of(request: HttpRequest) -> Any:
 
 
 async def lab_for(request: HttpRequest, slug: str, *, act: bool = False) -> Lab:
-    """The lab if the token's user may see it (404 otherwise); with ``act``, 403 unless they own it."""
-    lab: Lab = await sync_to_async(access.lab_for)(user_of(request), slug, act=act)
+    """The lab if the token's user may see it (404 otherwise); with ``act``, 403 unless they own it.
+    Its owner is read in the same hop to a thread: answers name it, and the loop reads no database."""
+    lab: Lab = await sync_to_async(_lab_for)(user_of(request), slug, act)
+    return lab
+
+
+def _lab_for(user: Any, slug: str, act: bool) -> Lab:
+    lab = access.lab_for(user, slug, act=act)
+    lab.owner  # noqa: B018 - read now, kept on the row
     return lab
 
 
@@ -57,9 +64,9 @@ async def run(
 ) -> Any:
     """Command ``name`` with ``args`` on the lab; its answer, its KafkaError as ``Refused`` (the cluster's
     answer: 404 or 409, never 400), or LabTimeout (504)."""
-    if isinstance(live_lab, LiveLab):
+    if isinstance(live_lab, LiveLab) or _owner_known(live_lab.slug):
         future = live_lab.act(name, dict(args or {}), by=by)
-    else:  # finding a worker's channel may read ZooKeeper (lab.runtime.ownership.Owners): off the loop
+    else:  # finding a worker's channel reads ZooKeeper (lab.runtime.ownership.Owners): off the loop
         future = await asyncio.to_thread(live_lab.act, name, dict(args or {}), by=by)
     if future.done() and isinstance(future.exception(), KafkaError):
         raise future.exception()  # type: ignore[misc]  # refused where it arrived: bad input, a 400
@@ -73,6 +80,15 @@ async def run(
     except KafkaError as error:
         raise Refused(error) from error
     return result
+
+
+def _owner_known(slug: str) -> bool:
+    """This process knows the lab's worker without asking ZooKeeper (a hop to a thread saved)."""
+    if not on_workers():
+        return False
+    from lab import remote
+
+    return remote.owner_known(slug)
 
 
 async def act(

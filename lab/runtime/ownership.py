@@ -312,6 +312,12 @@ class Owners:
         if self._zk.client.state != KazooState.CONNECTED:
             raise ConnectionLoss("ZooKeeper is not answering this process")
 
+    def known(self, slug: str) -> Worker | None:
+        """The lab's worker if this cache holds it (None: ``owner`` would read ZooKeeper)."""
+        with self._lock:
+            workers, name = self._workers, self._leases.get(slug)
+        return None if workers is None or name is None else workers.get(name)
+
     def owner(self, slug: str) -> Worker | None:
         """The live worker holding ``slug``'s lease, or None (ConnectionLoss: ZooKeeper is out and the
         owner was not known)."""

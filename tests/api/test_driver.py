@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from channels_redis.core import RedisChannelLayer
+from asgiref.sync import async_to_sync
+from django.test import AsyncClient
 from pytest_django.fixtures import Settings
 
 from lab import remote
@@ -24,13 +25,14 @@ from lab.models import Lab
 from lab.runtime.courier import Courier
 from lab.runtime.live import LiveLab
 from lab.runtime.ownership import Ownership
+from lab.runtime.redis_layer import LabRedisChannelLayer
 from lab.worker import status_of
 from tests.api.helpers import Api
 from tests.labhelpers import make_lab
 
 
 def _courier(redis: str, name: str) -> Courier:
-    return Courier(RedisChannelLayer(hosts=[{"address": redis, "socket_timeout": 30}]), name=name)
+    return Courier(LabRedisChannelLayer(hosts=[{"address": redis, "socket_timeout": 30}]), name=name)
 
 
 @pytest.fixture
@@ -113,3 +115,35 @@ def test_an_answer_after_the_caller_gave_up_is_dropped_quietly(
     future.cancel()  # the view's own deadline came first (lab.api.driver.run)
     time.sleep(1.5)  # the worker's deadline passes too: the courier fails its request
     assert not [r for r in caplog.records if "exception calling callback" in r.getMessage()]
+
+
+def test_a_request_waiting_for_its_labs_worker_holds_up_no_other_request(
+    ada: Api, owned: tuple[Lab, list[str]], settings: Settings
+) -> None:
+    # A sync-only middleware ran the rest of a request, its wait for the worker included, on a thread
+    # for sync code: daphne made each request a thread and held it that long (a quarter of the web
+    # process's GIL samples in a class), and where requests share that thread (Django's test client
+    # does), the others waited for it.
+    row, asked = owned
+    settings.LAB_WORKER_TIMEOUT_S = 5
+    asked.append("mute")
+    headers = {"Authorization": f"Bearer {ada.secret}"}
+    finished: list[tuple[str, int]] = []
+
+    async def run() -> None:
+        client = AsyncClient()
+
+        async def waiting() -> None:
+            answer = await client.get(f"/api/labs/{row.slug}", headers=headers)
+            finished.append(("the lab", answer.status_code))
+
+        async def another() -> None:
+            while "act" not in asked:  # until the first request waits for the lab's worker
+                await asyncio.sleep(0.01)
+            answer = await client.get("/api/labs", headers=headers)
+            finished.append(("the list", answer.status_code))
+
+        await asyncio.gather(waiting(), another())
+
+    async_to_sync(run)()
+    assert finished == [("the list", 200), ("the lab", 504)]

@@ -9,14 +9,14 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from channels_redis.core import RedisChannelLayer
 
 from lab.engine.errors import PolicyViolation
 from lab.runtime.courier import Courier
+from lab.runtime.redis_layer import LabRedisChannelLayer
 
 
 def _courier(redis: str, name: str) -> Courier:
-    return Courier(RedisChannelLayer(hosts=[{"address": redis, "socket_timeout": 30}]), name=name)
+    return Courier(LabRedisChannelLayer(hosts=[{"address": redis, "socket_timeout": 30}]), name=name)
 
 
 @pytest.fixture
@@ -93,7 +93,7 @@ def test_a_worker_whose_channel_is_full_is_a_timeout_that_says_so(redis: str) ->
     # A worker far behind (its channel holds channels-redis's capacity of messages) takes no more: the
     # asker hears why at once, as the 504 a person sees, not as a server error.
     asking = _courier(redis, "asking")
-    busy = RedisChannelLayer(hosts=[{"address": redis, "socket_timeout": 30}], capacity=3)
+    busy = LabRedisChannelLayer(hosts=[{"address": redis, "socket_timeout": 30}], capacity=3)
     full = f"busy-worker-{uuid.uuid4().hex}"  # its messages expire with channels-redis's expiry
     try:
         for _ in range(3):

@@ -128,7 +128,11 @@ def test_a_web_process_knows_each_labs_owner_without_asking_zookeeper_until_some
     two = _worker(zookeeper, installation, opened, "2", cap=10)
     assert one.claim("orders")[0]
     owners = web.cached()
+    assert owners.known("orders") is None  # not read yet: the web process reads ZooKeeper (off its loop)
     assert wait_until(lambda: (o := owners.owner("orders")) is not None and o.name == "1", 10)
+    known = owners.known("orders")  # read: answered from the cache, on the loop
+    assert known is not None
+    assert known.name == "1"
     assert owners.owner("payments") is None  # nobody runs it
 
     # Known now: the answer needs no ZooKeeper, so it holds while the client is cut off from it.
@@ -151,6 +155,7 @@ def test_a_web_process_knows_each_labs_owner_without_asking_zookeeper_until_some
     opened.remove(one)
     one.close()
     assert wait_until(lambda: owners.owner("orders") is None, 10)
+    assert owners.known("orders") is None
     assert two.claim("orders") == (True, "1")
     assert wait_until(lambda: (o := owners.owner("orders")) is not None and o.name == "2", 10)
     assert [w.name for w in owners.workers().values()] == ["2"]
