@@ -90,6 +90,7 @@ def test_a_produce_answered_at_once_can_be_asked_again(ada: Api, lab: Lab, grace
     again = ok(ada.get(f"/labs/{lab.slug}/produce-requests/{sent['id']}"))
     assert again == sent
     error(ada.get(f"/labs/{lab.slug}/produce-requests/nope"), 404, "NOT_FOUND")
+    error(ada.get(f"/labs/{lab.slug}/produce-requests/%0D"), 404, "NOT_FOUND")  # blank: unknown, not missing
     other = make_lab(ada.user, "Other")
     error(ada.get(f"/labs/{other.slug}/produce-requests/{sent['id']}"), 404, "NOT_FOUND")
     error(grace.get(f"/labs/{lab.slug}/produce-requests/{sent['id']}"), 404, "NOT_FOUND")

@@ -133,7 +133,8 @@ def _produce(p: Mapping[str, Any]) -> Act:
     records = _records(p)
     acks = _acks(p)
     retries = _optional_int(p, "retries", limits.RETRIES)
-    request_id = _text(p, "request_id", produced.REQUEST_ID)
+    # An id is the server's exact token: one of blanks is an unknown id (404), not a missing one.
+    request_id = _text(p, "request_id", produced.REQUEST_ID, strip=False)
     poll = _text(p, "poll", produced.POLL)
 
     def run(lab: LiveLab) -> Waiting:
@@ -175,7 +176,8 @@ def _produce(p: Mapping[str, Any]) -> Act:
 
 
 def _outcome(p: Mapping[str, Any]) -> Act:
-    request_id = _text(p, "request_id", produced.REQUEST_ID)
+    # An id is the server's exact token: one of blanks is an unknown id (404), not a missing one.
+    request_id = _text(p, "request_id", produced.REQUEST_ID, strip=False)
     poll = _text(p, "poll", produced.POLL)
 
     def run(lab: LiveLab) -> list[Any]:
