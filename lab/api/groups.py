@@ -14,7 +14,12 @@ from lab.engine import limits
 
 router = Router(tags=["groups"])
 
-GroupName = Path(..., min_length=limits.GROUP_ID.min_length, max_length=limits.GROUP_ID.max_length)
+GroupName = Path(
+    ...,
+    min_length=limits.GROUP_ID.min_length,
+    max_length=limits.GROUP_ID.max_length,
+    pattern=limits.GROUP_ID.json_pattern,  # as a body's group: a blank one is not a group id
+)
 
 
 @router.get("/labs/{slug}/groups", response={200: list[GroupOut], **ERRORS}, summary="Consumer groups")

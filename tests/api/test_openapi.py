@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import copy
+import re
 from typing import Any
 
 import pytest
 
 from lab.api.main import api
 from lab.api.openapi import Exclusive, LabApi, rewrite
+from lab.engine import limits
 
 READ = "/api/labs/{slug}/topics/{topic}/records"
 
@@ -39,3 +41,16 @@ def test_a_rule_naming_a_parameter_the_view_lacks_is_an_error_at_once() -> None:
     rule = Exclusive(method="get", path=READ, name="x", fields=("offset", "nope"), description="")
     with pytest.raises(LookupError, match="no query parameter nope"):
         rewrite(document, rule)
+
+
+def test_a_group_in_the_path_has_the_rule_of_a_group_in_a_body() -> None:
+    # The lab strips a group id; were a blank one schema-valid in the path, a client following the document
+    # would be told "group is required" for a request the document calls valid.
+    document = api.get_openapi_schema()
+    for path in ("/api/labs/{slug}/groups/{group}", "/api/labs/{slug}/groups/{group}/reset-offsets"):
+        for operation in document["paths"][path].values():
+            (group,) = [p for p in operation["parameters"] if p["name"] == "group"]
+            pattern = group["schema"]["pattern"]
+            assert pattern == limits.GROUP_ID.json_pattern
+            assert re.search(pattern, " \r") is None
+            assert re.search(pattern, "billing readers") is not None
