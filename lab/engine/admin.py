@@ -25,6 +25,7 @@ from lab.engine import protocol as p
 from lab.engine.acl_store import AclsChanged, AclStore
 from lab.engine.assignment import place_replicas
 from lab.engine.config import BROKER_KEYS, LISTENER_KEYS, TOPIC_KEYS, ConfigKey, validate_topic_config
+from lab.engine.endpoints import format_endpoint
 from lab.engine.errors import (
     InvalidPartitions,
     InvalidReplicaAssignment,
@@ -490,8 +491,8 @@ def listener_config(broker: Broker) -> dict[str, str]:
         return dict(given)
     host, port = broker.advertised
     return {
-        "listeners": f"PLAINTEXT://{host}:{port}",
-        "advertised.listeners": f"PLAINTEXT://{host}:{port}",
+        "listeners": format_endpoint("PLAINTEXT", host, port),
+        "advertised.listeners": format_endpoint("PLAINTEXT", host, port),
         "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT",
     }
 
