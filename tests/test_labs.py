@@ -17,6 +17,7 @@ from lab.listening import LISTENERS_VIEW
 from lab.managed_server import free_port
 from lab.models import Lab, LabPort
 from lab.runtime.manager import runtime
+from lab.runtime.spec import TopicSpec
 from lab.visuals.frame import plog_key
 from tests.labhelpers import make_lab, make_user
 from tests.processes import wait_until
@@ -268,6 +269,35 @@ def test_an_acl_or_user_made_without_a_command_is_saved_to_the_row(settings: Set
     assert row()["acls"][0]["principal"] == "User:alice"
     assert row()["users"] == {"alice": {"SCRAM-SHA-256": credential.to_text()}}
     assert "alice-secret" not in str(row())
+
+
+@pytest.mark.django_db(transaction=True)  # the spec's writer thread saves beside the test
+def test_a_reassignment_that_changes_the_replica_count_is_kept_in_the_row(settings: SettingsWrapper) -> None:
+    """A reassignment made without a command (a Kafka client's AlterPartitionReassignments, a script's
+    admin call) reaches the lab's row once the controller has carried it out: a lab started again from
+    its row (the memory store forgets its metadata) has the new replicas, not the old replication."""
+    settings.LAB_ZOOKEEPER = ""
+    lab = make_lab(
+        make_user(), "Reassigned", topics=[TopicSpec(name="orders", partitions=2, replication_factor=1)]
+    )
+    live = labs.live_of(lab)
+    live.ready.result(30)
+    plan = {("orders", 0): [2, 3, 1], ("orders", 1): [3, 1]}
+    live.submit(lambda running: running.cluster.begin_reassign_partitions(plan)).result(10)
+
+    def kept() -> list[dict[str, Any]]:
+        return list(Lab.objects.get(pk=lab.pk).settings["topics"])
+
+    assert wait_until(lambda: kept()[0].get("replicas") == [[2, 3, 1], [3, 1]], 30), kept()
+    assert kept()[0]["replication_factor"] == 3
+    runtime.stop_all()  # the server stops
+
+    again = labs.live_of(Lab.objects.get(pk=lab.pk))  # ...and starts, from the row
+    assert again is not live
+    again.ready.result(30)
+    described = again.act("topic-describe", {"topic": "orders"}).result(10)
+    assert [p["replicas"] for p in described["partitions"]] == [[2, 3, 1], [3, 1]]
+    runtime.stop_all()
 
 
 @pytest.mark.zookeeper

@@ -464,11 +464,16 @@ class LiveLab:
         else:  # grown before the spec knew it: the overrides as the controller has them
             ctx = self._cluster.ctx.controller_context if self._cluster is not None else None
             config = dict(ctx.topic_configs.get(change.topic, {})) if ctx is not None else {}
+        # Replicas a reassignment placed are kept, and follow the partitions added after it.
+        replicas = known.replicas if known is not None else ()
+        if change.replicas is not None and (change.reassigned or replicas):
+            replicas = tuple(tuple(change.replicas[q]) for q in sorted(change.replicas))
         shape = TopicSpec(
             name=change.topic,
             partitions=change.partitions,
             replication_factor=change.replication_factor,
             config=config,
+            replicas=replicas if len(replicas) == change.partitions else (),
         )
         topics = tuple(shape if t.name == change.topic else t for t in spec.topics)
         self._spec_changed(replace(spec, topics=topics if known is not None else (*topics, shape)))
