@@ -55,8 +55,10 @@ class TopicSpec:
     def assignment(self, brokers: int) -> dict[int, list[int]] | None:
         """The replicas to make it with: those a reassignment chose, while every one of them is a
         broker the lab has (1..``brokers``); None: Kafka's placement."""
-        if len(self.replicas) != self.partitions or not all(
-            r and all(1 <= b <= brokers for b in r) for r in self.replicas
+        if (
+            not self.replicas
+            or len(self.replicas) != self.partitions
+            or not all(r and all(1 <= b <= brokers for b in r) for r in self.replicas)
         ):
             return None
         return {q: list(r) for q, r in enumerate(self.replicas)}
