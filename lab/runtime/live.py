@@ -147,6 +147,9 @@ class LiveLab:
         sleep_after_s: float | None = SLEEP_AFTER_S,
         on_spec_change: Callable[[LiveLab], None] | None = None,
     ) -> None:
+        # The spec and its version, as one value (another thread reads both at once): a save says which
+        # version it writes, and the lab's row keeps the newest (``lab.labs.save_spec``).
+        self._versioned: tuple[LabSpec, int] = (spec, 0)
         self._spec = spec
         # Called (driver thread) when the spec changed with no command to save it after: an ACL or a
         # user a Kafka client made. The Django side saves the spec off this thread.
@@ -257,6 +260,22 @@ class LiveLab:
     @property
     def spec(self) -> LabSpec:
         return self._spec
+
+    @property
+    def versioned_spec(self) -> tuple[LabSpec, int]:
+        """The spec and its version, read together: a later change has a higher version, also after the
+        lab started again in another process (the version is the wall clock's, in ns, when it changed)."""
+        return self._versioned
+
+    @property
+    def _spec(self) -> LabSpec:
+        return self._versioned[0]
+
+    @_spec.setter
+    def _spec(self, spec: LabSpec) -> None:
+        old, version = self._versioned
+        if spec is not old:
+            self._versioned = (spec, max(version + 1, time.time_ns()))
 
     @property
     def store(self) -> str:
