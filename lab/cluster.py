@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from lab.engine.endpoints import format_address
 from lab.engine.errors import KafkaError
 from lab.runtime.commands.users import credentials, upsert_args
 from lab.runtime.live import Listen, LiveLab
@@ -80,7 +81,7 @@ class ServedCluster:
         """Each broker's ``host:port``."""
         assert self.lab.listeners is not None
         return {
-            s.broker_id: f"{s.host}:{s.port}"
+            s.broker_id: format_address(s.host, s.port)
             for s in self.lab.listeners.states()
             if s.protocol == "PLAINTEXT"
         }

@@ -131,12 +131,29 @@ def spec_of(lab: Lab) -> LabSpec:
     )
 
 
-def save_spec(lab: Lab, spec: LabSpec) -> None:
-    """Record what changed at runtime (rate, topics, clients) so the lab comes back with it."""
+def save_spec(lab: Lab, spec: LabSpec, version: int | None = None) -> bool:
+    """Record what changed at runtime (rate, topics, clients) so the lab comes back with it; False if
+    dropped. ``version`` (``LiveLab.versioned_spec``'s): saves of one lab race (a command's save after
+    it, ``save_soon`` on the writer thread, another process's), so the row takes a spec only if it is
+    newer than the one it holds, in one conditional UPDATE; an older one arriving after is dropped.
+    None: a spec with no version (set by hand), saved as it is."""
     new = spec.settings()
-    if new != lab.settings:
-        lab.settings = new
-        lab.save(update_fields=["settings"])
+    if version is None:
+        if new != lab.settings:
+            lab.settings = new
+            lab.save(update_fields=["settings"])
+        return True
+    rows = Lab.objects.filter(pk=lab.pk, spec_version__lt=version)
+    if not rows.update(settings=new, spec_version=version):
+        return False  # a newer spec is there already (or the same one)
+    lab.settings, lab.spec_version = new, version
+    return True
+
+
+def save_live_spec(lab: Lab, live: Any) -> bool:
+    """Save a running lab's spec with its version (the two read together)."""
+    spec, version = live.versioned_spec
+    return save_spec(lab, spec, version)
 
 
 def save_soon(live: Any) -> Future[None]:
@@ -147,16 +164,29 @@ def save_soon(live: Any) -> Future[None]:
     def write() -> None:
         found = Lab.objects.filter(slug=live.slug).first()
         if found is not None:  # a lab deleted meanwhile keeps nothing
-            save_spec(found, live.spec)
+            save_live_spec(found, live)
 
     return write_later(write, f"saving lab {live.slug}'s spec")
 
 
-async def asave_spec(lab: Lab, spec: LabSpec) -> None:
+async def asave_spec(lab: Lab, spec: LabSpec, version: int | None = None) -> bool:
+    """``save_spec`` from async code."""
     new = spec.settings()
-    if new != lab.settings:
-        lab.settings = new
-        await lab.asave(update_fields=["settings"])
+    if version is None:
+        if new != lab.settings:
+            lab.settings = new
+            await lab.asave(update_fields=["settings"])
+        return True
+    rows = Lab.objects.filter(pk=lab.pk, spec_version__lt=version)
+    if not await rows.aupdate(settings=new, spec_version=version):
+        return False
+    lab.settings, lab.spec_version = new, version
+    return True
+
+
+async def asave_live_spec(lab: Lab, live: Any) -> bool:
+    spec, version = live.versioned_spec
+    return await asave_spec(lab, spec, version)
 
 
 def unique_slug(name: str) -> str:

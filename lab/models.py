@@ -21,6 +21,9 @@ class Lab(models.Model):
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="labs")
     brokers = models.PositiveSmallIntegerField(default=3)
     settings = models.JSONField(default=dict, blank=True)
+    # The version of the spec ``settings`` holds (``LiveLab.versioned_spec``): a save of an older one,
+    # arriving after, is dropped.
+    spec_version = models.BigIntegerField(default=0)
     data_dir = models.CharField(max_length=500)
     zookeeper_chroot = models.CharField(max_length=200)
     created = models.DateTimeField(auto_now_add=True)

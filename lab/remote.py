@@ -145,6 +145,7 @@ class RemoteLab:
             brokers=s["brokers"],
             settings=s["settings"],
         )
+        self.versioned_spec = (self.spec, int(s.get("version", 0)))
 
     def nap_text(self) -> str:
         return self._nap

@@ -23,7 +23,7 @@ from django.views.decorators.http import require_GET, require_POST
 from lab import access
 from lab.engine.config import CONSUMER_KEYS, TOPIC_KEYS
 from lab.engine.errors import IllegalArgument, KafkaError, ZooKeeperNotAvailable
-from lab.labs import asave_spec, live_of, page_parts
+from lab.labs import asave_live_spec, live_of, page_parts
 from lab.models import Lab
 from lab.request_size import reads_too_large, too_large, too_large_message
 from lab.runtime.actions import CONTROLS
@@ -121,7 +121,7 @@ async def act(request: HttpRequest, slug: str, action: str) -> HttpResponse:
             f"{said[0].upper()}{said[1:]}." if said else f"The lab did not answer within {ACT_TIMEOUT_S:g} s."
         )
         return _toast(False, text, status=504)
-    await asave_spec(lab, live.spec)
+    await asave_live_spec(lab, live)
     return _toast(True, str(result["message"] if isinstance(result, dict) else result))
 
 

@@ -261,13 +261,13 @@ class Worker:
     def _save_spec(self, live: Any) -> None:
         from django.db import close_old_connections
 
-        from lab.labs import save_spec
+        from lab.labs import save_live_spec
         from lab.models import Lab
 
         close_old_connections()
         lab = Lab.objects.filter(slug=live.slug).first()
         if lab is not None:
-            save_spec(lab, live.spec)
+            save_live_spec(lab, live)
 
 
 def listeners_of(live: Any) -> dict[str, Any]:
@@ -286,7 +286,7 @@ def page_lapse_s() -> float:
 
 def status_of(live: Any, worker: str, moved: str = "") -> dict[str, Any]:
     """What the views read of a lab, JSON-safe."""
-    spec = live.spec
+    spec, version = live.versioned_spec
     return {
         "state": live.state,
         "error": live.error,
@@ -307,6 +307,7 @@ def status_of(live: Any, worker: str, moved: str = "") -> dict[str, Any]:
             "chroot": spec.chroot,
             "brokers": spec.brokers,
             "settings": spec.settings(),
+            "version": version,
         },
     }
 

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import logging
 import stat
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
+from asgiref.sync import async_to_sync
 from django.conf import settings
 from pytest_django.fixtures import Settings as SettingsWrapper
 
@@ -17,6 +19,7 @@ from lab.listening import LISTENERS_VIEW
 from lab.managed_server import free_port
 from lab.models import Lab, LabPort
 from lab.runtime.manager import runtime
+from lab.runtime.spec import TopicSpec
 from lab.visuals.frame import plog_key
 from lab.visuals.markup import PLAIN
 from tests.labhelpers import make_lab, make_user
@@ -275,6 +278,76 @@ def test_an_acl_or_user_made_without_a_command_is_saved_to_the_row(settings: Set
     assert row()["acls"][0]["principal"] == "User:alice"
     assert row()["users"] == {"alice": {"SCRAM-SHA-256": credential.to_text()}}
     assert "alice-secret" not in str(row())
+
+
+def test_an_older_spec_saved_after_a_newer_one_does_not_overwrite_it() -> None:
+    lab = make_lab(make_user(), "Ordered")
+    older = labs.spec_of(lab)
+    newer = replace(older, rate=0.5)
+    assert labs.save_spec(lab, newer, 20)
+    stale = Lab.objects.get(pk=lab.pk)
+    assert not labs.save_spec(stale, older, 10)  # the slower save lands last: dropped
+    row = Lab.objects.get(pk=lab.pk)
+    assert (row.settings["rate"], row.spec_version) == (0.5, 20)
+    assert not async_to_sync(labs.asave_spec)(row, older, 10)
+    assert Lab.objects.get(pk=lab.pk).settings["rate"] == 0.5
+    assert async_to_sync(labs.asave_spec)(row, replace(newer, rate=2.0), 30)
+    assert Lab.objects.get(pk=lab.pk).settings["rate"] == 2.0
+
+
+@pytest.mark.django_db(transaction=True)  # the spec's writer thread saves beside the test
+def test_a_commands_save_that_lands_after_a_client_made_acl_was_saved_keeps_the_acl(
+    settings: SettingsWrapper,
+) -> None:
+    """A command's save took the spec before a Kafka client's CreateAcls changed it; ``save_soon`` wrote
+    the newer spec first. The command's save, older, arriving last, leaves the ACL in the row."""
+    from lab.engine.acl import parse_binding
+
+    settings.LAB_ZOOKEEPER = ""
+    lab = make_lab(make_user(), "Raced", topics=[])
+    live = labs.live_of(lab)
+    live.ready.result(30)
+    taken_by_the_command = live.versioned_spec
+    binding = parse_binding(resource_type="topic", name="orders", principal="User:alice", operation="read")
+    live.submit(lambda running: running.cluster.begin_create_acls([binding])).result(10)
+
+    def acls() -> list[dict[str, Any]]:
+        return list(Lab.objects.get(pk=lab.pk).settings.get("acls") or [])
+
+    assert wait_until(lambda: bool(acls()), 20)  # save_soon, on the writer thread
+    assert live.versioned_spec[1] > taken_by_the_command[1]
+    assert not labs.save_spec(Lab.objects.get(pk=lab.pk), *taken_by_the_command)
+    assert [a["principal"] for a in acls()] == ["User:alice"]
+    runtime.stop_all()
+
+
+@pytest.mark.django_db(transaction=True)  # the spec's writer thread saves beside the test
+def test_a_reassignment_that_changes_the_replica_count_is_kept_in_the_row(settings: SettingsWrapper) -> None:
+    """A reassignment made without a command (a Kafka client's AlterPartitionReassignments, a script's
+    admin call) reaches the lab's row once the controller has carried it out: a lab started again from
+    its row (the memory store forgets its metadata) has the new replicas, not the old replication."""
+    settings.LAB_ZOOKEEPER = ""
+    lab = make_lab(
+        make_user(), "Reassigned", topics=[TopicSpec(name="orders", partitions=2, replication_factor=1)]
+    )
+    live = labs.live_of(lab)
+    live.ready.result(30)
+    plan = {("orders", 0): [2, 3, 1], ("orders", 1): [3, 1]}
+    live.submit(lambda running: running.cluster.begin_reassign_partitions(plan)).result(10)
+
+    def kept() -> list[dict[str, Any]]:
+        return list(Lab.objects.get(pk=lab.pk).settings["topics"])
+
+    assert wait_until(lambda: kept()[0].get("replicas") == [[2, 3, 1], [3, 1]], 30), kept()
+    assert kept()[0]["replication_factor"] == 3
+    runtime.stop_all()  # the server stops
+
+    again = labs.live_of(Lab.objects.get(pk=lab.pk))  # ...and starts, from the row
+    assert again is not live
+    again.ready.result(30)
+    described = again.act("topic-describe", {"topic": "orders"}).result(10)
+    assert [p["replicas"] for p in described["partitions"]] == [[2, 3, 1], [3, 1]]
+    runtime.stop_all()
 
 
 @pytest.mark.zookeeper

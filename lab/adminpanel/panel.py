@@ -24,7 +24,7 @@ from django.utils.html import escape
 
 from lab import access
 from lab.engine.errors import IllegalState, KafkaError
-from lab.labs import asave_spec, live_of
+from lab.labs import asave_live_spec, live_of
 from lab.models import Lab
 from lab.runtime.live import LiveLab
 
@@ -53,7 +53,7 @@ class Panel:
 
     async def save_spec(self) -> None:
         """Keep what the change did to the lab's topics, so the lab comes back with it."""
-        await asave_spec(self.lab, self.live.spec)
+        await asave_live_spec(self.lab, self.live)
 
     def render(
         self,

@@ -19,7 +19,7 @@ from django.http import HttpRequest
 from lab import access
 from lab.api.errors import LabTimeout, Refused
 from lab.engine.errors import KafkaError
-from lab.labs import asave_spec, live_of, on_workers
+from lab.labs import asave_live_spec, live_of, on_workers
 from lab.models import Lab
 from lab.runtime.live import LiveLab
 
@@ -99,7 +99,7 @@ async def act(
     live_lab = await live(lab)
     result = await run(live_lab, name, args, by=user_of(request).get_username())
     if save:
-        await asave_spec(lab, live_lab.spec)
+        await asave_live_spec(lab, live_lab)
     return result
 
 

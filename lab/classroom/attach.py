@@ -117,8 +117,8 @@ def hook_exercise(
         save_later(lambda: _save_pass(progress_id, slug, index, when, complete))
 
     def on_start(snapshot: dict[str, Any], running: LiveLab) -> None:
-        spec = running.spec
-        save_later(lambda: _save_start(progress_id, lab_id, slug, snapshot, spec))
+        spec, version = running.versioned_spec
+        save_later(lambda: _save_start(progress_id, lab_id, slug, snapshot, spec, version))
 
     session = ExerciseSession(
         exercise,
@@ -152,11 +152,13 @@ def _save_pass(progress_id: int, slug: str, index: int, when: str, complete: boo
     progress.save(update_fields=fields)
 
 
-def _save_start(progress_id: int, lab_id: int, slug: str, snapshot: dict[str, Any], spec: Any) -> None:
+def _save_start(
+    progress_id: int, lab_id: int, slug: str, snapshot: dict[str, Any], spec: Any, version: int
+) -> None:
     ExerciseProgress.objects.filter(pk=progress_id, lab__slug=slug).update(start=snapshot)
     lab = Lab.objects.filter(pk=lab_id, slug=slug).first()
     if lab is not None:
-        save_spec(lab, spec)
+        save_spec(lab, spec, version)
 
 
 def hook_player(lab: LiveLab, scenario: Scenario) -> ScenarioPlayer:

@@ -19,7 +19,7 @@ from lab.classroom import attach
 from lab.classroom.copying import DemoState
 from lab.classroom.grading import now_iso
 from lab.classroom.models import Demo, DemoCopy
-from lab.labs import create_lab, live_of, save_spec
+from lab.labs import create_lab, live_of, save_live_spec
 from lab.limits import LabLimitReached
 from lab.models import Lab
 from lab.runtime.live import LiveLab
@@ -98,7 +98,7 @@ def _fill_one(demo_live: LiveLab, copy_id: int, lab_id: int, state: dict[str, An
         # The command waits for the copy's cluster to start, then for its records and offsets.
         args: dict[str, Any] = {"state": state}
         result = str(live.act("classroom.fill", args).result(READY_TIMEOUT_S + FILL_TIMEOUT_S))
-        save_spec(lab, live.spec)
+        save_live_spec(lab, live)
         attach.ask(demo_live, "classroom.demo-copy-ready", {})
         return result
     except Exception as error:

@@ -213,9 +213,9 @@ async def exercise_restart(request: HttpRequest, exercise: str) -> HttpResponse:
 
 
 def _save_lab_spec(lab: Lab, live: LiveLab) -> None:
-    from lab.labs import save_spec
+    from lab.labs import save_live_spec
 
-    save_spec(lab, live.spec)
+    save_live_spec(lab, live)
 
 
 @require_POST

@@ -25,6 +25,7 @@ from lab.engine import protocol as p
 from lab.engine.acl_store import AclsChanged, AclStore
 from lab.engine.assignment import place_replicas
 from lab.engine.config import BROKER_KEYS, LISTENER_KEYS, TOPIC_KEYS, ConfigKey, validate_topic_config
+from lab.engine.endpoints import format_endpoint
 from lab.engine.errors import (
     InvalidPartitions,
     InvalidReplicaAssignment,
@@ -111,14 +112,18 @@ def colliding_topics(name: str, existing: Sequence[str]) -> list[str]:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TopicChange:
-    """A topic's shape as ZooKeeper took it (created, grown, configs altered), or its deletion marked.
-    ``config`` is None where the change left the overrides alone (new partitions)."""
+    """A topic's shape as ZooKeeper took it (created, grown, configs altered, reassigned), or its
+    deletion marked. ``config`` is None where the change left the overrides alone (new partitions, a
+    reassignment). ``replicas``: every partition's replicas, where the change placed them (new
+    partitions; ``reassigned``: a finished reassignment, which places them by hand)."""
 
     topic: str
     partitions: int = 0
     replication_factor: int = 0
     config: Mapping[str, str] | None = None
     deleted: bool = False
+    replicas: Mapping[int, tuple[BrokerId, ...]] | None = None
+    reassigned: bool = False
 
 
 TopicChanged = Callable[[TopicChange], None]
@@ -180,9 +185,15 @@ class TopicAdmin:
         return paths.decode_topic_assignment(raw), stat.version
 
     def check_assignment(
-        self, assignment: Mapping[int, Sequence[BrokerId]], *, first: int = 0, rf: int | None = None
+        self,
+        assignment: Mapping[int, Sequence[BrokerId]],
+        *,
+        first: int = 0,
+        rf: int | None = None,
+        uneven: bool = False,
     ) -> dict[int, tuple[BrokerId, ...]]:
-        """Kafka's checks of a replica assignment given by hand (partitions from ``first`` on)."""
+        """Kafka's checks of a replica assignment given by hand (partitions from ``first`` on); ``uneven``:
+        partitions may have different replica counts (what a reassignment may leave)."""
         if not assignment:
             raise InvalidReplicaAssignment("the replica assignment is empty")
         keys = sorted(assignment)
@@ -192,7 +203,7 @@ class TopicAdmin:
                 f"partitions must be numbered {wanted[0]}..{wanted[-1]}, got {keys}"
             )
         sizes = {len(r) for r in assignment.values()} | ({rf} if rf is not None else set())
-        if len(sizes) != 1:
+        if len(sizes) != 1 and not uneven:
             raise InvalidReplicaAssignment("every partition must have the same number of replicas")
         out: dict[int, tuple[BrokerId, ...]] = {}
         for partition, replicas in assignment.items():
@@ -217,14 +228,16 @@ class TopicAdmin:
         *,
         assignment: Mapping[int, Sequence[BrokerId]] | None = None,
         validate_only: bool = False,
+        restoring: bool = False,
     ) -> dict[int, tuple[BrokerId, ...]]:
-        """Check, then write the topic's config and assignment in one multi; the placement."""
+        """Check, then write the topic's config and assignment in one multi; the placement. ``restoring``:
+        the assignment a reassignment left, whose partitions may differ in replica count."""
         validate_new_topic_name(name)
         clean = validate_topic_config(config or {})
         LogConfig.from_topic_config(clean)  # cross-checks the log's own rules
         live = await self.live_brokers()
         if assignment is not None:
-            placement = self.check_assignment(assignment)
+            placement = self.check_assignment(assignment, uneven=restoring)
         else:
             if partitions < 1:
                 raise InvalidPartitions("Number of partitions must be larger than 0.")
@@ -317,7 +330,14 @@ class TopicAdmin:
             )
         )
         await (await self._zk()).set(paths.topic_path(topic), data, version)
-        self._changed(TopicChange(topic=topic, partitions=total, replication_factor=rf))
+        self._changed(
+            TopicChange(
+                topic=topic,
+                partitions=total,
+                replication_factor=rf,
+                replicas={q: tuple(r) for q, r in sorted(grown.items())},
+            )
+        )
         return sorted(added)
 
     async def topic_config(self, topic: str) -> dict[str, str]:
@@ -490,8 +510,8 @@ def listener_config(broker: Broker) -> dict[str, str]:
         return dict(given)
     host, port = broker.advertised
     return {
-        "listeners": f"PLAINTEXT://{host}:{port}",
-        "advertised.listeners": f"PLAINTEXT://{host}:{port}",
+        "listeners": format_endpoint("PLAINTEXT", host, port),
+        "advertised.listeners": format_endpoint("PLAINTEXT", host, port),
         "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT",
     }
 

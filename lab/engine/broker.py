@@ -23,6 +23,7 @@ from lab.engine.acl import BROKER_CONTEXT
 from lab.engine.authorizer import BrokerAuthorizer
 from lab.engine.config import BrokerConfig, effective_topic_config
 from lab.engine.context import EngineContext
+from lab.engine.endpoints import format_endpoint, parse_endpoints
 from lab.engine.errors import KafkaError, NotLeaderOrFollower, RequestTimedOut, UnknownTopicOrPartition
 from lab.engine.gate import Gate, GatedSession
 from lab.engine.ids import BrokerId, TopicPartition
@@ -514,13 +515,13 @@ class Broker:
         given = self.ctx.listener_config.get(self.id, {}).get("advertised.listeners", "")
         if not given:
             host, port = self.advertised
-            return (f"PLAINTEXT://{host}:{port}",), host, port
-        endpoints = tuple(e.strip() for e in given.split(",") if e.strip())
-        plain = next((e for e in endpoints if e.startswith("PLAINTEXT://")), None)
+            return (format_endpoint("PLAINTEXT", host, port),), host, port
+        endpoints = parse_endpoints(given)
+        plain = next((e for e in endpoints if e.listener == "PLAINTEXT"), None)
+        written = tuple(str(e) for e in endpoints)
         if plain is None:
-            return endpoints, "", -1
-        host, _, port_text = plain.removeprefix("PLAINTEXT://").rpartition(":")
-        return endpoints, host, int(port_text)
+            return written, "", -1
+        return written, plain.host, plain.port
 
     def _zk(self) -> GatedSession:
         assert self.session is not None

@@ -285,6 +285,7 @@ class _ProducerBatch(BatchBuilder):
         "fast_size",
         "fast_taken",
         "full",
+        "renumber",
         "result",
         "retry_at_ms",
         "tp",
@@ -301,6 +302,9 @@ class _ProducerBatch(BatchBuilder):
         self.attempts = 0
         self.retry_at_ms = 0
         self.full = False
+        # The epoch and sequence it had when OUT_OF_ORDER_SEQUENCE_NUMBER took its sequence away,
+        # until it goes out numbered again (journaled then, old -> new).
+        self.renumber: tuple[int, int] | None = None
         # While send() appends alike records without _append (Producer._arm): their value length and
         # time, the bytes each takes, how many more may come so, and how many it was armed for. Their
         # values go in at once, their timestamps (all fast_now) and counts when that stops (_settle_fast).
@@ -490,6 +494,7 @@ class Producer(_Client):
         # A batch with a sequence failed for good: what follows it would be out of sequence, so once
         # nothing is unresolved the producer bumps its epoch and numbers from 0 again (KIP-360).
         self._epoch_bump_needed = False
+        self._bump_reason = ""  # why the bump is due, in the journal's words
         # Transactions (transactional.id): Kafka's TransactionManager with its coordinator (txn_client.py).
         transactional_id = settings.text("transactional.id")
         self.txn: TransactionManager | None = (
@@ -907,6 +912,8 @@ class Producer(_Client):
             if batch.data is None:
                 if self.idempotent:
                     self._set_sequence(tp, batch)
+                    if batch.renumber is not None:
+                        self._journal_renumbered(batch)
                 batch.data = batch.build()
             batch.attempts += 1
             partitions[tp] = batch.data
@@ -1007,7 +1014,7 @@ class Producer(_Client):
         self.acked += len(batch.values)
         batch.result.resolve(base_offset)  # every record's future at once; their callbacks run now
 
-    def _retry(self, batch: _ProducerBatch, error: KafkaError) -> None:
+    def _retry(self, batch: _ProducerBatch, error: KafkaError, *, why: str = "") -> None:
         self.retried += batch.record_count
         batch.retry_at_ms = self.scheduler.now_ms + self.retry_backoff_ms
         queue = self._topics[batch.tp.topic].queues[batch.tp.partition]
@@ -1028,16 +1035,24 @@ class Producer(_Client):
             queue.insert(at, batch)
         else:
             queue.appendleft(batch)
-        if batch.attempts == 1:
-            self.host.journal.record(
-                "produce_retry",
-                f"{self.client_id}: {batch.record_count} record(s) to {batch.tp} failed with {error.name}; "
-                f"retrying after retry.backoff.ms={self.retry_backoff_ms}",
-                topic=batch.tp.topic,
-                partition=batch.tp.partition,
-                client=self.client_id,
-                error=error.name,
-            )
+        # Every retry, as Kafka's Sender logs each ("Got error produce response ... retrying (N
+        # attempts left)"): the attempt number tells a first retry from the tenth.
+        left = self.retries - batch.attempts
+        sequence = batch.base_sequence if batch.base_sequence >= 0 else (batch.renumber or (0, -1))[1]
+        self.host.journal.record(
+            "produce_retry",
+            f"{self.client_id}: got {error.name} for {batch.record_count} record(s) to {batch.tp}"
+            + (f" (sequence {sequence})" if sequence >= 0 else "")
+            + f" on attempt {batch.attempts}; retrying after retry.backoff.ms={self.retry_backoff_ms}"
+            + (f" ({left} attempts left)" if self.retries < 2**31 - 1 else "")
+            + (f": {why}" if why else ""),
+            topic=batch.tp.topic,
+            partition=batch.tp.partition,
+            client=self.client_id,
+            error=error.name,
+            attempt=batch.attempts,
+            sequence=sequence,
+        )
         if error.name in (
             "NOT_LEADER_OR_FOLLOWER",
             "UNKNOWN_TOPIC_OR_PARTITION",
@@ -1051,6 +1066,11 @@ class Producer(_Client):
         if batch.base_sequence >= 0:
             # Written or not, nobody knows: the sequences after it cannot follow. A new epoch can.
             self._resolved(batch.tp, batch)
+            if not self._epoch_bump_needed:
+                self._bump_reason = (
+                    f"its batch with sequence {batch.base_sequence} to {batch.tp} failed after it was sent "
+                    f"({error.name}): whether the leader wrote it is unknown, so the sequences after it cannot follow"
+                )
             self._epoch_bump_needed = True
         batch.result.fail(error)
         if self.txn is not None:
@@ -1181,14 +1201,47 @@ class Producer(_Client):
             self._retry(batch, error)
             return
         self._resolved(tp, batch)
+        if not self._epoch_bump_needed:
+            self._bump_reason = (
+                f"its batch with sequence {batch.base_sequence} to {tp} got OUT_OF_ORDER_SEQUENCE_NUMBER: "
+                f"the leader has no batch before it (the last it acknowledged is {last_acked}), so the "
+                "sequences after it cannot follow"
+            )
         self._epoch_bump_needed = True
+        batch.renumber = (batch.producer_epoch, batch.base_sequence)
         batch.producer_id, batch.producer_epoch, batch.base_sequence = (
             NO_PRODUCER_ID,
             NO_PRODUCER_EPOCH,
             NO_SEQUENCE,
         )
         batch.data = None
-        self._retry(batch, error)
+        self._retry(
+            batch,
+            error,
+            why="the leader never wrote the batch before it, so its sequence is lost and it goes out numbered "
+            "anew once the producer has bumped its epoch",
+        )
+
+    def _journal_renumbered(self, batch: _ProducerBatch) -> None:
+        """A batch whose sequence was lost goes out under the new epoch: Kafka's "Resetting sequence
+        number of batch with current sequence ... to ...", with the why."""
+        assert batch.renumber is not None
+        old_epoch, old_sequence = batch.renumber
+        batch.renumber = None
+        self.host.journal.record(
+            "produce_renumbered",
+            f"{self.client_id}: resetting sequence number of batch with current sequence {old_sequence} "
+            f"(epoch {old_epoch}) for partition {batch.tp} to {batch.base_sequence} (epoch "
+            f"{batch.producer_epoch}): the leader refused it with OUT_OF_ORDER_SEQUENCE_NUMBER, as a batch "
+            "before it was never written, so it is sent again numbered in the producer's new epoch",
+            topic=batch.tp.topic,
+            partition=batch.tp.partition,
+            client=self.client_id,
+            old_sequence=old_sequence,
+            old_epoch=old_epoch,
+            sequence=batch.base_sequence,
+            epoch=batch.producer_epoch,
+        )
 
     def _bump_epoch(self) -> None:
         """Every batch with a sequence is answered: start the sequences again under a new epoch (KIP-360)."""
@@ -1203,10 +1256,11 @@ class Producer(_Client):
         self.producer_epoch += 1
         self.host.journal.record(
             "producer_epoch_bumped",
-            f"{self.client_id}: a batch failed after it was sent, so its sequence is lost; producer "
+            f"{self.client_id}: {self._bump_reason or 'a batch failed after it was sent'}; producer "
             f"{self.producer_id} bumps its epoch to {self.producer_epoch} and numbers from 0 again",
             client=self.client_id,
         )
+        self._bump_reason = ""
 
     # Transactions (Kafka's KafkaProducer transactional API; the state lives in txn_client.py).
 

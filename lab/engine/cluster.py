@@ -527,9 +527,14 @@ class Cluster:
         *,
         assignment: Mapping[int, Sequence[BrokerId]] | None = None,
         wait: bool = True,
+        restoring: bool = False,
     ) -> None:
-        """Create a topic as kafka-topics.sh does in ZooKeeper mode; Kafka's error and nothing created if it is bad."""
-        answer = self.begin_create_topic(name, partitions, replication_factor, config, assignment=assignment)
+        """Create a topic as kafka-topics.sh does in ZooKeeper mode; Kafka's error and nothing created if it
+        is bad. ``restoring``: a lab's topic made again as a reassignment left it, its partitions' replica
+        counts free to differ (Kafka lets a reassignment do that, not a new topic)."""
+        answer = self.begin_create_topic(
+            name, partitions, replication_factor, config, assignment=assignment, restoring=restoring
+        )
         placement = self._ask(answer, "the topic's znodes")
         if wait:
             self.wait_for(
@@ -546,13 +551,14 @@ class Cluster:
         config: Mapping[str, object] | None = None,
         *,
         assignment: Mapping[int, Sequence[BrokerId]] | None = None,
+        restoring: bool = False,
     ) -> Pending[dict[int, tuple[BrokerId, ...]]]:
         """``create_topic`` without waiting: a bad name is refused now (before ZooKeeper is asked); the
         Pending holds the placement once the topic's znodes are written, or Kafka's error (nothing
         created). ``partitions_usable`` says when the controller has given them leaders."""
         validate_new_topic_name(name)
         step = self.topic_admin.create_topic(
-            name, partitions, replication_factor, config, assignment=assignment
+            name, partitions, replication_factor, config, assignment=assignment, restoring=restoring
         )
         return self._asking(Task.start(step, "the topic's znodes").outcome)
 

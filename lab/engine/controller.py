@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from lab.engine.admin import TopicChange
 from lab.engine.config import effective_topic_config
 from lab.engine.errors import KafkaError
 from lab.engine.ids import BrokerId, TopicPartition
@@ -1012,6 +1013,23 @@ class Controller:
             topic=tp.topic,
             partition=tp.partition,
             broker=self.id,
+        )
+        # Its replicas are in ZooKeeper now: whoever keeps the topics (a lab's spec) hears, as of any
+        # topic TopicAdmin writes.
+        moving = self.ctx.reassignments
+        placed = {
+            q.partition: tuple(moving.get(q, r))
+            for q, r in self.ctx.assignments.items()
+            if q.topic == tp.topic
+        }
+        self.broker.ctx.topics_changed(
+            TopicChange(
+                topic=tp.topic,
+                partitions=len(placed),
+                replication_factor=len(placed.get(0, target)),
+                replicas=dict(sorted(placed.items())),
+                reassigned=True,
+            )
         )
         await self._rewrite_reassign_znode()
 

@@ -4,8 +4,10 @@ A message in flight is data: an ``Envelope`` with the time it was sent and the
 time it will arrive, kept until it does, so the dashboard can draw fetches as
 they travel. Faults are what a real network does:
 
-* a node that is gone (killed) refuses connections: a request to it fails at
-  once with NETWORK_EXCEPTION, as a TCP reset would;
+* a node that is gone (killed or stopped) refuses connections: a request to it fails at
+  once with NETWORK_EXCEPTION, as a TCP reset would; and when it goes, every connection to it
+  closes: what it had been asked and not answered fails at once the same way (its operating
+  system closes its sockets), and what was still travelling to it is lost;
 * a cut link drops messages silently: the sender learns only by its timeout;
 * a slow node adds delay to everything it sends and receives;
 * drop rules lose the next N messages that match (a lost acknowledgement).
@@ -42,6 +44,7 @@ class Envelope(NamedTuple):
 
 _new_envelope = tuple.__new__  # Envelope(...) without its Python-level __new__
 Handler = Callable[[Envelope], None]
+PeerGone = Callable[["NodeId"], None]  # an endpoint's hook: this node's connections closed
 
 
 @dataclass(slots=True)
@@ -76,6 +79,7 @@ class Network:
         self._scheduler = scheduler
         self.latency_ms = latency_ms
         self._handlers: dict[NodeId, Handler] = {}
+        self._peer_gone: dict[NodeId, PeerGone] = {}
         self._cuts: set[tuple[NodeId, NodeId]] = set()
         self._cut_from_clients: set[NodeId] = set()  # brokers that no client reaches (nor answers)
         self._delay: dict[NodeId, int] = {}
@@ -93,11 +97,29 @@ class Network:
     def next_correlation_id(self) -> int:
         return next(self._correlations)
 
-    def attach(self, node: NodeId, handler: Handler) -> None:
+    def attach(self, node: NodeId, handler: Handler, *, peer_gone: PeerGone | None = None) -> None:
+        """``peer_gone(other)`` is told when another node leaves: its requests to it are lost."""
         self._handlers[node] = handler
+        if peer_gone is not None:
+            self._peer_gone[node] = peer_gone
 
     def detach(self, node: NodeId) -> None:
-        self._handlers.pop(node, None)
+        """The node's process is gone: its sockets close, so every connection to it breaks now.
+
+        What was travelling to it is lost, and every node that waits for its answer hears at once
+        that the connection closed (a paused or cut-off node is not detached: its peers wait out
+        their request.timeout.ms, as Kafka's clients do).
+        """
+        if self._handlers.pop(node, None) is None:
+            return
+        self._peer_gone.pop(node, None)
+        lost = [env.id for env in self._in_flight.values() if env.dst == node]
+        for env_id in lost:
+            del self._in_flight[env_id]
+        self.stats.refused += len(lost)
+        for other, peer_gone in list(self._peer_gone.items()):
+            if other != node:
+                peer_gone(node)
 
     def is_attached(self, node: NodeId) -> bool:
         return node in self._handlers
@@ -187,7 +209,8 @@ class Network:
         return env
 
     def _deliver(self, env: Envelope) -> None:
-        self._in_flight.pop(env.id, None)
+        if self._in_flight.pop(env.id, None) is None:
+            return  # its destination went away while it travelled (``detach``)
         if (self._cuts or self._cut_from_clients) and self.is_cut(env.src, env.dst):
             self.stats.dropped += 1  # cut while it travelled
             return
@@ -208,9 +231,11 @@ class Network:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Disconnected:
-    """What a sender gets back when the node it called is not there."""
+    """What a sender gets back when the node it called is not there (``closed``: it went while the
+    request waited for its answer)."""
 
     node: NodeId
+    closed: bool = False
 
 
 ResponseCallback = Callable[[Any], None]
@@ -254,7 +279,7 @@ class Endpoint:
         self._outstanding: dict[int, _Outstanding] = {}
         # The gate lets a paused broker hold what arrives until it resumes.
         self._gate = gate
-        network.attach(node, self._receive)
+        network.attach(node, self._receive, peer_gone=self._peer_gone)
 
     def close(self, error: KafkaError | None = None) -> None:
         """Detach; outstanding requests fail with ``error`` (or are dropped when None)."""
@@ -297,6 +322,19 @@ class Endpoint:
         Scheduler.cancel(out.timer)
         out.callback(error)
 
+    def _peer_gone(self, node: NodeId) -> None:
+        """``node``'s connection closed: each request to it hears so, after the answers it sent
+        before it went (they travel ahead on the connection)."""
+        for cid, out in self._outstanding.items():
+            if out.dst == node:
+                self.network.send(
+                    node,
+                    self.node,
+                    Disconnected(node=node, closed=True),
+                    correlation_id=cid,
+                    is_response=True,
+                )
+
     def outstanding_to(self, dst: NodeId) -> int:
         return sum(1 for o in self._outstanding.values() if o.dst == dst)
 
@@ -319,7 +357,8 @@ class Endpoint:
         del self._outstanding[env.correlation_id]
         Scheduler.cancel(out.timer)
         if isinstance(env.body, Disconnected):
-            out.callback(NetworkException(f"connection to {env.body.node} refused: it is not running"))
+            how = "closed before it answered" if env.body.closed else "refused"
+            out.callback(NetworkException(f"connection to {env.body.node} {how}: it is not running"))
         else:
             out.callback(env.body)
 

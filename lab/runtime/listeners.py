@@ -25,6 +25,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
+from lab.engine.endpoints import format_address, format_endpoint
 from lab.runtime.spec import SECURED
 from lab.runtime.tls import LabTls
 from lab.wire.connection import Connection, WireServer
@@ -373,8 +374,8 @@ def server_properties(
     (``EngineContext.listener_config``)."""
     mine = [(p, ports[broker_id]) for p, ports in by_protocol.items() if broker_id in ports]
     found = {
-        "listeners": ",".join(f"{p}://{bind_host}:{port}" for p, port in mine),
-        "advertised.listeners": ",".join(f"{p}://{advertised_host}:{port}" for p, port in mine),
+        "listeners": ",".join(format_endpoint(p, bind_host, port) for p, port in mine),
+        "advertised.listeners": ",".join(format_endpoint(p, advertised_host, port) for p, port in mine),
         "listener.security.protocol.map": ",".join(f"{p}:{p}" for p, _ in mine),
     }
     if any(p.startswith("SASL_") for p, _ in mine):
@@ -464,7 +465,7 @@ class Listeners:
 
     def bootstrap_for(self, protocol: str) -> str:
         ports = self.by_protocol.get(protocol, {})
-        return ",".join(f"{self.advertised_host}:{port}" for _, port in sorted(ports.items()))
+        return ",".join(format_address(self.advertised_host, port) for _, port in sorted(ports.items()))
 
     def close(self, timeout_s: float = 5.0) -> None:
         futures = [wire_loop.run(listener.close()) for listener in self._listeners.values()]

@@ -147,6 +147,9 @@ class LiveLab:
         on_spec_change: Callable[[LiveLab], None] | None = None,
         budget: FrameBudget | None = None,
     ) -> None:
+        # The spec and its version, as one value (another thread reads both at once): a save says which
+        # version it writes, and the lab's row keeps the newest (``lab.labs.save_spec``).
+        self._versioned: tuple[LabSpec, int] = (spec, 0)
         self._spec = spec
         # Called (driver thread) when the spec changed with no command to save it after: an ACL or a
         # user a Kafka client made. The Django side saves the spec off this thread.
@@ -258,6 +261,22 @@ class LiveLab:
     @property
     def spec(self) -> LabSpec:
         return self._spec
+
+    @property
+    def versioned_spec(self) -> tuple[LabSpec, int]:
+        """The spec and its version, read together: a later change has a higher version, also after the
+        lab started again in another process (the version is the wall clock's, in ns, when it changed)."""
+        return self._versioned
+
+    @property
+    def _spec(self) -> LabSpec:
+        return self._versioned[0]
+
+    @_spec.setter
+    def _spec(self, spec: LabSpec) -> None:
+        old, version = self._versioned
+        if spec is not old:
+            self._versioned = (spec, max(version + 1, time.time_ns()))
 
     @property
     def store(self) -> str:
@@ -465,11 +484,16 @@ class LiveLab:
         else:  # grown before the spec knew it: the overrides as the controller has them
             ctx = self._cluster.ctx.controller_context if self._cluster is not None else None
             config = dict(ctx.topic_configs.get(change.topic, {})) if ctx is not None else {}
+        # Replicas a reassignment placed are kept, and follow the partitions added after it.
+        replicas = known.replicas if known is not None else ()
+        if change.replicas is not None and (change.reassigned or replicas):
+            replicas = tuple(tuple(change.replicas[q]) for q in sorted(change.replicas))
         shape = TopicSpec(
             name=change.topic,
             partitions=change.partitions,
             replication_factor=change.replication_factor,
             config=config,
+            replicas=replicas if len(replicas) == change.partitions else (),
         )
         topics = tuple(shape if t.name == change.topic else t for t in spec.topics)
         self._spec_changed(replace(spec, topics=topics if known is not None else (*topics, shape)))

@@ -29,6 +29,9 @@ class TopicSpec:
     partitions: int = 1
     replication_factor: int = 1
     config: Mapping[str, str] = field(default_factory=dict)
+    # Each partition's replicas, once a reassignment placed them by hand (partition i's at index i);
+    # empty: placed as Kafka places a new topic's.
+    replicas: tuple[tuple[int, ...], ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -36,6 +39,7 @@ class TopicSpec:
             "partitions": self.partitions,
             "replication_factor": self.replication_factor,
             "config": dict(self.config),
+            **({"replicas": [list(r) for r in self.replicas]} if self.replicas else {}),
         }
 
     @classmethod
@@ -45,7 +49,19 @@ class TopicSpec:
             partitions=int(data.get("partitions", 1)),
             replication_factor=int(data.get("replication_factor", 1)),
             config={str(k): str(v) for k, v in (data.get("config") or {}).items()},
+            replicas=tuple(tuple(int(b) for b in r) for r in data.get("replicas") or ()),
         )
+
+    def assignment(self, brokers: int) -> dict[int, list[int]] | None:
+        """The replicas to make it with: those a reassignment chose, while every one of them is a
+        broker the lab has (1..``brokers``); None: Kafka's placement."""
+        if (
+            not self.replicas
+            or len(self.replicas) != self.partitions
+            or not all(r and all(1 <= b <= brokers for b in r) for r in self.replicas)
+        ):
+            return None
+        return {q: list(r) for q, r in enumerate(self.replicas)}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

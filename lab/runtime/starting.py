@@ -162,7 +162,9 @@ class Startup:
                     partitions=topic.partitions,
                     replication_factor=min(topic.replication_factor, self._brokers),
                     config=dict(topic.config),
+                    assignment=topic.assignment(self._brokers),  # a reassignment's replicas
                     wait=False,
+                    restoring=True,
                 )
         if self._users:  # the lab runs once they are written, so a client's first login finds them
             self._users_written = cluster.begin_scram(self._write_users, "the lab's users")

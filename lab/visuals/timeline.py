@@ -162,16 +162,23 @@ def brokers_of(e: Event) -> tuple[int, ...]:
     return tuple(sorted(about))
 
 
-def _event(e: Event) -> TimelineEvent:
+def _event(e: Event, earlier: Sequence[Event] = ()) -> TimelineEvent:
     tone = TONES.get(e.kind, "info")
     if e.kind == "leader_election" and e.data.get("unclean"):
         tone = "bad"
+    text = e.text
+    if earlier:
+        n = len(earlier)
+        text += (
+            f" (and {n} earlier retr{'y' if n == 1 else 'ies'} of {e.topic}-{e.partition} after "
+            f"{e.data.get('error')} since {clock_label(earlier[-1].time_ms)})"
+        )
     return TimelineEvent(
         seq=e.seq,
         time_ms=e.time_ms,
         kind=e.kind,
         kind_label=e.kind.replace("_", " "),
-        text=e.text,
+        text=text,
         topic=e.topic,
         partition=e.partition,
         broker=e.broker,
@@ -189,10 +196,33 @@ def timeline(
 ) -> Timeline:
     """The newest ``shown`` events a student follows and the newest ``housekeeping`` others, newest first."""
     newest = sorted(events, key=lambda e: e.seq, reverse=True)
-    main = [e for e in newest if not is_housekeeping(e)][:shown]
-    chores = [e for e in newest if is_housekeeping(e)][:housekeeping]
-    kept = sorted(main + chores, key=lambda e: e.seq, reverse=True)
-    return Timeline(events=tuple(_event(e) for e in kept))
+    main = _fold_retries([e for e in newest if not is_housekeeping(e)])[:shown]
+    none: list[Event] = []
+    chores = [(e, none) for e in newest if is_housekeeping(e)][:housekeeping]
+    kept = sorted(main + chores, key=lambda row: row[0].seq, reverse=True)
+    return Timeline(events=tuple(_event(e, earlier) for e, earlier in kept))
+
+
+def _fold_retries(newest: Sequence[Event]) -> list[tuple[Event, list[Event]]]:
+    """Each event with the retries folded into it: in a run of produce retries (nothing else between
+    them), a producer's retries of one partition after one error are one row, the newest, saying how
+    many came before. The journal keeps each (with its attempt); a leader gone for seconds makes
+    dozens, which would push what happened out of the list."""
+    rows: list[tuple[Event, list[Event]]] = []
+    run: dict[tuple[Any, ...], list[Event]] = {}
+    for e in newest:
+        if e.kind != "produce_retry":
+            run = {}
+            rows.append((e, []))
+            continue
+        key = (e.data.get("client"), e.topic, e.partition, e.data.get("error"))
+        earlier = run.get(key)
+        if earlier is None:
+            run[key] = []
+            rows.append((e, run[key]))
+        else:
+            earlier.append(e)
+    return rows
 
 
 def timeline_filters(events: Sequence[Event]) -> TimelineFilters:

@@ -113,6 +113,22 @@ def test_a_log_of_another_topic_with_the_same_name_is_not_served() -> None:
         assert c.brokers[3].partitions[TopicPartition("t", 0)].leader < 0
 
 
+def test_a_broker_advertised_on_ipv6_registers_its_endpoints_in_brackets_as_kafka_does() -> None:
+    ipv6 = {
+        b: {"advertised.listeners": f"PLAINTEXT://[::1]:{19091 + b},SASL_SSL://[::1]:{19094 + b}"}
+        for b in (1, 2)
+    }
+    with Cluster.create(brokers=2, seed=3, listener_config=ipv6) as c:
+        registered = json.loads(str(znode(c, "/brokers/ids/2")["data"]))
+        assert registered["endpoints"] == ["PLAINTEXT://[::1]:19093", "SASL_SSL://[::1]:19096"]
+        assert (registered["host"], registered["port"]) == ("::1", 19093)
+    named = {1: {"advertised.listeners": "PLAINTEXT://kafka-1.lab:19092"}}
+    with Cluster.create(brokers=1, seed=3, listener_config=named) as c:
+        registered = json.loads(str(znode(c, "/brokers/ids/1")["data"]))
+        assert registered["endpoints"] == ["PLAINTEXT://kafka-1.lab:19092"]
+        assert (registered["host"], registered["port"]) == ("kafka-1.lab", 19092)
+
+
 def test_registration_and_controller_timestamps_are_epoch_milliseconds_as_strings() -> None:
     with Cluster.create(brokers=2, seed=3, epoch_ms=1_767_225_600_000) as c:
         registered = json.loads(str(znode(c, "/brokers/ids/2")["data"]))["timestamp"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from typing import Any
 
 import pytest
 
@@ -266,6 +267,77 @@ def test_after_a_failover_the_producer_finds_the_new_leader_and_retries() -> Non
         assert retries
         assert all(e.data["client"] == p.client_id and e.data["error"] for e in retries)
         assert values(c, c.leader_of("t", 0), "t") == [b"before"] + [f"during-{i}".encode() for i in range(5)]
+
+
+def _reader_of_the_leader(c: Cluster) -> tuple[Any, Any, int]:
+    """A producer and a consumer of t-0 that has read what is there, its next fetch waiting on the leader."""
+    c.create_topic("t", replication_factor=3, config={"min.insync.replicas": "2"})
+    p = c.producer()
+    p.send("t", "before")
+    p.flush()
+    reader = c.consumer(auto_offset_reset="earliest")
+    reader.assign([("t", 0)])
+    assert [r.value for r in reader.poll(5000)] == [b"before"]
+    c.run_for(100)  # its next fetch now waits on the leader for fetch.max.wait.ms
+    return p, reader, c.leader_of("t", 0)
+
+
+def _read_within(c: Cluster, reader: Any, timeout_ms: int) -> tuple[list[bytes], int]:
+    start = c.now_ms
+    got: list[bytes] = []
+    while not got and c.now_ms - start < timeout_ms:
+        got += [r.value for r in reader.poll(100)]
+    return got, c.now_ms - start
+
+
+def test_a_consumer_reads_from_the_new_leader_seconds_after_its_leader_is_killed() -> None:
+    # A killed broker's connections close: the fetch it held fails at once (Kafka's consumer marks
+    # the node disconnected and asks for metadata), so the consumer waits only for the controller
+    # (zookeeper.session.timeout.ms, the lab's 6 s) to name a new leader, not request.timeout.ms (30 s).
+    with checked_cluster(3) as c:
+        p, reader, leader = _reader_of_the_leader(c)
+        c.kill_broker(leader)
+        p.send("t", "after")
+        got, waited = _read_within(c, reader, 60_000)
+        assert got == [b"after"]
+        assert c.leader_of("t", 0) != leader
+        assert waited < 8000
+
+
+def test_a_consumer_whose_leader_is_paused_waits_out_its_request_timeout() -> None:
+    # A paused broker (a long GC) keeps its connections up and says nothing: the fetch it holds
+    # fails only after request.timeout.ms + fetch.max.wait.ms, as in Kafka.
+    with checked_cluster(3) as c:
+        p, reader, leader = _reader_of_the_leader(c)
+        c.pause_broker(leader)
+        p.send("t", "after")  # held too: retried on the new leader after its own request.timeout.ms
+        got, waited = _read_within(c, reader, 120_000)
+        assert got == [b"after"]
+        assert waited >= 30_000 + 500
+
+
+def test_an_acks_all_batch_the_killed_leader_held_is_retried_on_the_new_leader_at_once() -> None:
+    with checked_cluster(3) as c:
+        c.create_topic("t", replication_factor=3, config={"min.insync.replicas": "2"})
+        p = c.producer()
+        p.send("t", "before")
+        p.flush()
+        leader = c.leader_of("t", 0)
+        followers = [b for b in (1, 2, 3) if b != leader]
+        for b in followers:
+            c.slow_broker(b, 3000)  # the leader holds the batch, waiting for its followers
+        f = p.send("t", "during")
+        c.run_for(200)
+        assert not f.done()
+        killed_at = c.now_ms
+        c.kill_broker(leader)
+        for b in followers:
+            c.heal(b)
+        c.wait_for(f.done, 60_000, "the batch")
+        assert f.result().offset == 1
+        assert c.now_ms - killed_at < 8000  # the new leader's election, not request.timeout.ms
+        retries = [e for e in c.events() if e.kind == "produce_retry" and e.time_ms >= killed_at]
+        assert "NETWORK_EXCEPTION" in retries[0].data["error"]
 
 
 def test_delivery_timeout_ends_the_retries() -> None:

@@ -193,6 +193,45 @@ def test_a_producer_cut_from_its_leader_past_delivery_timeout_answers_every_reco
         assert set(acked) <= set(log)
 
 
+def test_the_journal_tells_every_retry_and_each_batch_numbered_again_after_out_of_order_sequence() -> None:
+    # A cut outlasts request.timeout.ms: batch 1 fails for good, the leader refuses those after it
+    # with OUT_OF_ORDER_SEQUENCE_NUMBER, the producer bumps its epoch and sends them numbered again.
+    with checked_cluster(1, seed=1) as c:
+        c.create_topic("t", assignment={0: [1]})
+        p = c.producer(client_id="idem", request_timeout_ms=1000, delivery_timeout_ms=2000)
+        p.send("t", "00000")
+        assert p.flush()
+        c.network.cut_from_clients(1)
+        cut_at = c.now_ms
+        while c.now_ms < cut_at + 1100:
+            p.send("t", "x")
+            c.run_for(150)
+        c.network.mend_clients(1)
+        assert p.flush(timeout_ms=60_000)
+        retries = [e for e in c.events() if e.kind == "produce_retry"]
+        # Each retry of a batch, not only its first, with its attempt number.
+        by_sequence: dict[int, list[int]] = {}
+        for e in retries:
+            by_sequence.setdefault(e.data["sequence"], []).append(e.data["attempt"])
+            assert f"on attempt {e.data['attempt']}" in e.text
+        assert any(attempts[:2] == [1, 2] for attempts in by_sequence.values())
+        assert sum(e.data["error"] == "OUT_OF_ORDER_SEQUENCE_NUMBER" for e in retries) >= 2
+        renumbered = [e for e in c.events() if e.kind == "produce_renumbered"]
+        assert renumbered
+        for e in renumbered:
+            assert (e.data["old_epoch"], e.data["epoch"]) == (0, 1)
+            assert (
+                f"resetting sequence number of batch with current sequence {e.data['old_sequence']} (epoch 0) "
+                f"for partition t-0 to {e.data['sequence']} (epoch 1)"
+            ) in e.text
+            assert "OUT_OF_ORDER_SEQUENCE_NUMBER" in e.text
+        assert [e.data["sequence"] for e in renumbered] == list(range(len(renumbered)))
+        # The bump says which batch took the sequences away, and why.
+        (bump,) = [e for e in c.events() if e.kind == "producer_epoch_bumped"]
+        assert "its batch with sequence 1 to t-0 failed after it was sent (REQUEST_TIMED_OUT)" in bump.text
+        assert bump.seq < renumbered[0].seq
+
+
 def _produce(c: Cluster, batch: bytes, *, to: int = 1) -> ProduceResponse:
     """One Produce request, as a client would send it, to broker ``to``."""
     answers: list[ProduceResponse] = []

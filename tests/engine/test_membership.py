@@ -56,6 +56,28 @@ def test_a_member_whose_coordinator_stops_answering_finds_the_new_one_and_keeps_
         assert all(m.state == "stable" and m.assignment() for m in members)
 
 
+def test_a_member_whose_coordinator_is_killed_during_its_join_finds_the_new_one_in_seconds() -> None:
+    # The coordinator holds a first JoinGroup for group.initial.rebalance.delay.ms; killed then, its
+    # connection closes and the member looks the coordinator up again at once, instead of waiting
+    # out the JoinGroup's max.poll.interval.ms + request.timeout.ms (330 s).
+    with checked_cluster(3) as c:
+        c.create_topic("orders", partitions=2, replication_factor=3)
+        warm = c.consumer(group_id="warm-up")  # makes __consumer_offsets
+        warm.subscribe(["orders"])
+        c.wait_for(lambda: warm.state == "stable", 30_000, "the warm-up member")
+        member = c.consumer(group_id="g")
+        member.subscribe(["orders"])
+        c.wait_for(
+            lambda: c.snapshot()["groups"].get("g", {}).get("state") == "PreparingRebalance", 5000, "the join"
+        )
+        coordinator = _group(c)["coordinator"]
+        killed_at = c.now_ms
+        c.kill_broker(coordinator)
+        c.wait_for(lambda: member.state == "stable" and bool(member.assignment()), 60_000, "the member")
+        assert _group(c)["coordinator"] != coordinator
+        assert c.now_ms - killed_at < 12_000  # the new coordinator's election and the initial delay
+
+
 def test_a_commit_that_hears_unknown_member_id_makes_the_member_join_again() -> None:
     with checked_cluster(3) as c:
         c.create_topic("orders", partitions=2, replication_factor=3)

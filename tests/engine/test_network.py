@@ -250,6 +250,74 @@ def test_a_request_to_a_node_that_is_not_running_fails_fast_with_network_excepti
     assert len(got) == 1  # no second answer when the timeout would have passed
 
 
+def test_a_node_that_goes_fails_what_it_was_asked_at_once_as_its_connections_close() -> None:
+    # A killed broker's operating system closes its sockets: a client waiting on a fetch it held
+    # hears at once (NETWORK_EXCEPTION), not after its request.timeout.ms.
+    s = Scheduler()
+    net = Network(s, latency_ms=10)
+    client, _ = _endpoint(s, net, "client")
+    server, served = _endpoint(s, net, 1)  # holds every request unanswered, as a fetch waiting for data
+    got: list[Any] = []
+    client.request(1, PingRequest(n=1), got.append, timeout_ms=30_000)
+    s.run_until(100)
+    assert len(served) == 1
+    assert got == []
+    server.close()
+    s.run_until(110)  # the close travels like any packet
+    assert [type(r) for r in got] == [NetworkException]
+    assert "closed before it answered" in str(got[0])
+    s.run_until(60_000)
+    assert len(got) == 1  # its timeout was cancelled
+
+
+def test_a_request_travelling_to_a_node_that_goes_is_lost_not_served_by_its_next_life() -> None:
+    s = Scheduler()
+    net = Network(s, latency_ms=10)
+    client, _ = _endpoint(s, net, "client")
+    server, _ = _endpoint(s, net, 1, echo=True)
+    got: list[Any] = []
+    client.request(1, PingRequest(n=1), got.append, timeout_ms=30_000)
+    s.run_until(5)
+    server.close()
+    _, served_again = _endpoint(s, net, 1, echo=True)  # restarted at once, on the same port
+    _run_all(s)
+    assert served_again == []  # the old connection's request never reaches the new process
+    assert [type(r) for r in got] == [NetworkException]
+
+
+def test_answers_a_node_sent_before_it_went_still_arrive() -> None:
+    s = Scheduler()
+    net = Network(s, latency_ms=10)
+    client, _ = _endpoint(s, net, "client")
+    server, _ = _endpoint(s, net, 1, echo=True)
+    got: list[Any] = []
+    client.request(1, PingRequest(n=1), got.append, timeout_ms=30_000)
+    s.run_until(15)  # served at 10; its answer is on the way
+    server.close()
+    _run_all(s)
+    assert got == [PingResponse(n=1)]
+
+
+def test_a_paused_or_cut_off_node_keeps_its_peers_waiting_until_their_timeout() -> None:
+    # Only a process that is gone closes its connections; a paused one (a long GC) and one behind a
+    # cut say nothing, so their peers wait out request.timeout.ms, as Kafka's clients do.
+    s = Scheduler()
+    net = Network(s, latency_ms=10)
+    client, _ = _endpoint(s, net, "client")
+    gate = Gate()
+    _endpoint(s, net, 1, echo=True, gate=gate)
+    _endpoint(s, net, 2, echo=True)
+    got: dict[int, Any] = {}
+    gate.hold()
+    client.request(1, PingRequest(n=1), lambda r: got.setdefault(1, r), timeout_ms=3000)
+    net.cut("client", 2)
+    client.request(2, PingRequest(n=2), lambda r: got.setdefault(2, r), timeout_ms=3000)
+    s.run_until(2999)
+    assert got == {}
+    s.run_until(3000)
+    assert [type(got[n]) for n in (1, 2)] == [RequestTimedOut, RequestTimedOut]
+
+
 def test_a_silently_dropped_request_times_out_with_request_timed_out() -> None:
     s = Scheduler()
     net = Network(s, latency_ms=10)

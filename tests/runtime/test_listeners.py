@@ -247,6 +247,23 @@ def test_a_brokers_listener_settings_are_what_its_server_properties_would_say() 
     }
 
 
+def test_ipv6_listeners_are_written_in_brackets_as_in_kafkas_server_properties() -> None:
+    from lab.runtime.listeners import Listeners
+
+    listeners = Listeners(
+        None,
+        bind_host="::",
+        advertised_host="::1",
+        ports={1: 19092, 2: 19093},
+        secured={"SSL": {1: 19098, 2: 19099}},
+    )
+    assert listeners.server_properties(2)["listeners"] == "PLAINTEXT://[::]:19093,SSL://[::]:19099"
+    assert (
+        listeners.server_properties(2)["advertised.listeners"] == "PLAINTEXT://[::1]:19093,SSL://[::1]:19099"
+    )
+    assert listeners.bootstrap_servers == "[::1]:19092,[::1]:19093"  # what a client's bootstrap.servers takes
+
+
 def test_a_brokers_znode_registers_every_listener_at_the_address_the_page_shows(tmp_path: Path) -> None:
     """/brokers/ids/<id> as Kafka writes it for a served lab: every listener's advertised address in
     ``endpoints``, their security protocols, and host and port of the PLAINTEXT one: what the page's

@@ -139,3 +139,35 @@ def test_a_denial_is_a_warning_about_its_topic_or_group() -> None:
     assert view.events[0].kind_label == "authorization denied"
     f = timeline_filters(denied)
     assert (f.topics, f.groups) == (("orders",), ("billing",))
+
+
+def test_a_run_of_one_producers_retries_of_a_partition_is_one_row_saying_how_many() -> None:
+    def retry(seq: int, partition: int, error: str = "NETWORK_EXCEPTION") -> Event:
+        return _e(
+            seq,
+            "produce_retry",
+            topic="orders",
+            partition=partition,
+            data={"client": "producer-1", "error": error, "attempt": seq},
+        )
+
+    events = [_e(1, "broker_killed", broker=2)]
+    events += [retry(seq, partition=seq % 2) for seq in range(2, 42)]  # two partitions, interleaved
+    events += [
+        _e(42, "leader_election", topic="orders", partition=0),
+        retry(43, 0),
+        retry(44, 0, "NOT_LEADER_OR_FOLLOWER"),
+    ]
+    view = timeline(events, shown=6)
+    assert [e.seq for e in view.events] == [44, 43, 42, 41, 40, 1]
+    rows = {e.seq: e.text for e in view.events}
+    assert rows[44] == "produce_retry #44"  # another error: a row of its own
+    assert rows[43] == "produce_retry #43"  # after the election: a new run
+    assert (
+        rows[41]
+        == "produce_retry #41 (and 19 earlier retries of orders-1 after NETWORK_EXCEPTION since 0:00.750)"
+    )
+    assert (
+        rows[40]
+        == "produce_retry #40 (and 19 earlier retries of orders-0 after NETWORK_EXCEPTION since 0:00.500)"
+    )

@@ -17,6 +17,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
+from lab.engine.endpoints import format_endpoint, parse_endpoint
+from lab.engine.errors import InvalidConfig
 from lab.engine.metadata.store import (
     BadArguments,
     CheckOp,
@@ -339,7 +341,7 @@ class BrokerRegistration:
     rack: str | None = None
 
     def listeners(self) -> tuple[str, ...]:
-        return self.endpoints or (f"PLAINTEXT://{self.host}:{self.port}",)
+        return self.endpoints or (format_endpoint("PLAINTEXT", self.host, self.port),)
 
 
 def encode_broker_registration(reg: BrokerRegistration) -> bytes:
@@ -367,17 +369,19 @@ def decode_broker_registration(broker_id: int, data: bytes, path: str = "") -> B
     r = _Reader("broker registration", data, path or broker_path(broker_id))
     r.version(range(1, 6))
     endpoints = tuple(r.list_of("endpoints")) if r.has("endpoints") else ()
+    parsed = []
     for ep in endpoints:
-        if not isinstance(ep, str) or "://" not in ep:
+        if not isinstance(ep, str):
             r.fail(f"endpoint {ep!r} is not 'LISTENER://host:port'")
+        try:
+            parsed.append(parse_endpoint(ep))
+        except InvalidConfig as error:
+            r.fail(str(error).removeprefix("INVALID_CONFIG: "))
     host = r.string("host") if r.has("host") else ""
     port = r.integer("port") if r.has("port") else -1
-    if (not host or port < 0) and endpoints:
+    if (not host or port < 0) and parsed:
         # Kafka writes host null and port -1 when no listener is PLAINTEXT.
-        host, _, port_text = endpoints[0].split("://", 1)[1].rpartition(":")
-        if not port_text.isdigit():
-            r.fail(f"endpoint {endpoints[0]!r} has no port")
-        port = int(port_text)
+        host, port = parsed[0].host, parsed[0].port
     if not host:
         r.fail("no host and no endpoints")
     timestamp = r.raw("timestamp") if r.has("timestamp") else "0"

@@ -7,14 +7,13 @@ command holds the driver for a round trip. Their reads come from the controller'
 topics, which costs no round trip. What a change does to the lab's topics is recorded in its spec
 once ZooKeeper has it, so a lab rebuilt from the spec (memory store, reset) has it too: by
 ``LiveLab._topic_changed``, which hears every topic ``TopicAdmin`` writes, whoever asked (these commands,
-a scenario, a Kafka client's CreateTopics, auto-creation, CreatePartitions, AlterConfigs, DeleteTopics);
-only a reassignment's new replication factor is recorded here, since no topic write makes it.
+a scenario, a Kafka client's CreateTopics, auto-creation, CreatePartitions, AlterConfigs, DeleteTopics,
+and the controller's write of a finished reassignment's replicas, whoever asked for it).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from lab.engine import limits
@@ -37,11 +36,9 @@ from lab.runtime.actions import (
     _text,
     _whole_list,
     in_flight,
-    on_success,
     register,
 )
 from lab.runtime.commands.reads import configs, describe, is_internal, partition_count
-from lab.runtime.spec import TopicSpec
 
 if TYPE_CHECKING:
     from lab.runtime.live import LiveLab
@@ -80,26 +77,6 @@ def _why_unsettled(lab: LiveLab) -> str:
     if lab.clock.paused:
         return "the lab's clock is paused: the controller acts on it when the clock runs again"
     return "is the controller paused or cut off?"
-
-
-# ---------------------------------------------------------------------------- the lab's spec
-
-
-def remember(lab: LiveLab, topic: str, **changes: Any) -> None:
-    """Record the topic's new shape in the lab's spec (a topic the spec lacks is added as the controller
-    knows it)."""
-    spec = lab.spec
-    known = next((t for t in spec.topics if t.name == topic), None)
-    if known is None:
-        ctx = lab.cluster.ctx.controller_context
-        parts = sum(1 for tp in _assignments(lab) if tp.topic == topic)
-        known = TopicSpec(
-            name=topic,
-            partitions=parts or 1,
-            replication_factor=len(_replicas(lab, topic, 0)) or 1,
-            config=dict(ctx.topic_configs.get(topic, {})) if ctx is not None else {},
-        )
-    lab.update_spec(spec.with_topic(replace(known, **changes)))
 
 
 # ---------------------------------------------------------------------------- arguments
@@ -255,10 +232,6 @@ def _reassign(p: Mapping[str, Any]) -> Act:
         if not changed:
             raise IllegalArgument("the plan changes nothing: every partition already has those replicas")
         asked = lab.cluster.begin_reassign_partitions(changed)
-        sizes = {len(r) for r in changed.values()}
-        if len(sizes) == 1 and len(changed) == count:
-            size = sizes.pop()
-            on_success(asked, lambda _: remember(lab, topic, replication_factor=size))
         said = (
             f"Reassignment of {len(changed)} partition(s) of {topic} started: the new replicas catch up, "
             "then the leader moves if it must, then the old replicas are removed."

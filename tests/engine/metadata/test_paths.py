@@ -161,6 +161,23 @@ def test_broker_registration_as_real_kafka_writes_it() -> None:
     assert reg.timestamp_ms == 2233345666
 
 
+def test_an_ipv6_brokers_registration_has_its_endpoints_in_brackets_and_its_host_without() -> None:
+    # Kafka writes "host" as the address itself and each endpoint as Utils.formatAddress does.
+    reg = BrokerRegistration(broker_id=1, host="::1", port=9092, timestamp_ms=1)
+    written = json.loads(zk.encode_broker_registration(reg))
+    assert (written["host"], written["port"]) == ("::1", 9092)
+    assert written["endpoints"] == ["PLAINTEXT://[::1]:9092"]
+    sasl_only = BrokerRegistration(broker_id=2, host="", port=-1, endpoints=("SASL_SSL://[::1]:19096",))
+    decoded = zk.decode_broker_registration(2, zk.encode_broker_registration(sasl_only))
+    assert (decoded.host, decoded.port) == ("::1", 19096)
+
+
+def test_a_registration_whose_endpoint_is_no_endpoint_is_refused() -> None:
+    data = b'{"version":5,"host":null,"port":-1,"endpoints":["PLAINTEXT://broker-1"],"timestamp":"1"}'
+    with pytest.raises(zk.MalformedZnode, match="LISTENER://host:port"):
+        zk.decode_broker_registration(1, data)
+
+
 def test_a_broker_with_no_plaintext_listener_registers_a_null_host_and_port_minus_one() -> None:
     reg = BrokerRegistration(
         broker_id=3, host="", port=-1, endpoints=("SSL://lab:19101", "SASL_SSL://lab:19104"), timestamp_ms=7
