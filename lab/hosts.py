@@ -54,10 +54,6 @@ def parse_listen(text: str) -> Listen | None:
     return Listen(host=host, port=int(port)) if host else None
 
 
-def format_listen(host: str, port: int) -> str:
-    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-
-
 def _ip(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
     try:
         return ipaddress.ip_address(host.strip().removeprefix("[").removesuffix("]"))

@@ -173,9 +173,10 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "lab.settings")
     # Where daphne listens decides how Django serves (lab.settings, lab.hosts): off loopback, a class's
     # defaults (DEBUG off, a generated secret key kept in the data dir, this machine's names allowed).
-    from lab.hosts import LISTEN_ENV_VAR, classroom_lines, format_listen
+    from lab.engine.endpoints import format_address
+    from lab.hosts import LISTEN_ENV_VAR, classroom_lines
 
-    os.environ[LISTEN_ENV_VAR] = format_listen(args.host, args.port)
+    os.environ[LISTEN_ENV_VAR] = format_address(args.host, args.port)
     for line in classroom_lines(args.host, args.port, debug=os.environ.get("DJANGO_DEBUG", "")):
         _say(line)
 
@@ -268,11 +269,11 @@ def main(argv: list[str] | None = None) -> int:
             f"{settings.LAB_WIRE_BIND_HOST}, advertised as {settings.LAB_ADVERTISED_HOST} (LAB_ADVERTISED_HOST)"
         )
         if demo is not None:
-            from lab.visuals.listeners import address
+            from lab.engine.endpoints import format_address
 
             demo_ports = ports.ports_of(demo)
             servers = ",".join(
-                address(settings.LAB_ADVERTISED_HOST, demo_ports[b]) for b in sorted(demo_ports)
+                format_address(settings.LAB_ADVERTISED_HOST, demo_ports[b]) for b in sorted(demo_ports)
             )
             _say(f"Kafka clients: the demo lab's bootstrap.servers={servers}")
         _say(

@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
+from lab.engine.endpoints import format_address
 from lab.visuals.clock import speed_label
 
 
@@ -27,11 +28,6 @@ class ListenerLike(Protocol):
     def error(self) -> str: ...
 
 
-def address(host: str, port: int) -> str:
-    """``host:port`` as clients write it (IPv6 in brackets)."""
-    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class BrokerListenerView:
     broker_id: int
@@ -43,7 +39,7 @@ class BrokerListenerView:
 
     @property
     def address(self) -> str:
-        return address(self.host, self.port)
+        return format_address(self.host, self.port)
 
     @property
     def state(self) -> str:
