@@ -728,14 +728,14 @@ class LiveLab:
     def _maybe_sleep(self, *, active: bool) -> None:
         if active:
             self._quiet = False  # what someone asked for may need the engine's next ticks
-        if active or self._keeps_awake():
+        after = self.sleep_after_s  # read once: another thread may turn sleeping off meanwhile
+        if active or after is None or self._keeps_awake():
             self._idle_since = None
             return
         now = self._wall()
         if self._idle_since is None:
             self._idle_since = now
-        assert self.sleep_after_s is not None
-        if now - self._idle_since >= self.sleep_after_s:
+        if now - self._idle_since >= after:
             self._sleep()
 
     def _sleep(self) -> None:
