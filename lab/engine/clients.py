@@ -159,13 +159,13 @@ class _Metadata:
         if now < self._next_ms:
             client.scheduler.call_at(self._next_ms, self._maybe_request, label=f"{client.client_id} metadata")
             return
-        # Like Kafka's leastLoadedNode: any broker whose connection did not just fail.
+        # Kafka's leastLoadedNode, of the brokers whose metadata answer did not just fail.
         brokers = [b for b in client.host.bootstrap_brokers() if self._failed_until.get(b, 0) <= now]
         if not brokers:
             retry_at = min(self._failed_until.values(), default=now + client.retry_backoff_ms)
             client.scheduler.call_at(retry_at, self._maybe_request, label=f"{client.client_id} metadata")
             return
-        broker = brokers[client.scheduler.rng.randrange(len(brokers))]
+        broker = client.endpoint.least_loaded(brokers, client.scheduler.rng)
         self._in_flight = True
         client.endpoint.request(
             broker,

@@ -251,10 +251,7 @@ class GroupConsumer(Consumer):
     def _any_broker(self) -> BrokerId:
         """Kafka's leastLoadedNode: a broker with the fewest requests waiting on it (one that holds
         ours unanswered, paused or cut off, is the last choice)."""
-        brokers = self.host.bootstrap_brokers()
-        load = {b: self.endpoint.outstanding_to(b) for b in brokers}
-        least = [b for b in brokers if load[b] == min(load.values())]
-        return least[self.scheduler.rng.randrange(len(least))]
+        return self.endpoint.least_loaded(self.host.bootstrap_brokers(), self.scheduler.rng)
 
     def _find_coordinator(self) -> None:
         self._busy = True

@@ -16,15 +16,18 @@ they travel. Faults are what a real network does:
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from random import Random
+from typing import Any, NamedTuple, TypeVar
 
 from lab.engine.acl import RequestContext
 from lab.engine.errors import KafkaError, NetworkException, RequestTimedOut
 from lab.engine.ids import NodeId
 from lab.engine.protocol import kind_of
 from lab.engine.scheduler import Scheduler, Timer
+
+N = TypeVar("N", bound=NodeId)
 
 
 class Envelope(NamedTuple):
@@ -277,6 +280,9 @@ class Endpoint:
         self._scheduler = scheduler
         self._handle_request = handle_request
         self._outstanding: dict[int, _Outstanding] = {}
+        # Nodes whose connection our last request to them found broken (it timed out, was closed or
+        # refused), until one answers again: Kafka's NetworkClient disconnects such a node.
+        self.disconnected: set[NodeId] = set()
         # The gate lets a paused broker hold what arrives until it resumes.
         self._gate = gate
         network.attach(node, self._receive, peer_gone=self._peer_gone)
@@ -338,6 +344,15 @@ class Endpoint:
     def outstanding_to(self, dst: NodeId) -> int:
         return sum(1 for o in self._outstanding.values() if o.dst == dst)
 
+    def least_loaded(self, nodes: Sequence[N], rng: Random) -> N:
+        """Kafka's ``NetworkClient.leastLoadedNode``: of ``nodes``, one whose connection works with the
+        fewest of our requests waiting on it (a paused broker holding ours is not asked again), a broken
+        one only when every other is as bad; ties broken at random."""
+        load = {n: (n in self.disconnected, self.outstanding_to(n)) for n in nodes}
+        best = min(load.values())
+        least = [n for n in nodes if load[n] == best]
+        return least[rng.randrange(len(least))]
+
     def _run(self, fn: Callable[..., None], *args: Any) -> None:
         if self._gate is not None:
             self._gate(fn, *args)
@@ -357,12 +372,15 @@ class Endpoint:
         del self._outstanding[env.correlation_id]
         Scheduler.cancel(out.timer)
         if isinstance(env.body, Disconnected):
+            self.disconnected.add(out.dst)
             how = "closed before it answered" if env.body.closed else "refused"
             out.callback(NetworkException(f"connection to {env.body.node} {how}: it is not running"))
         else:
+            self.disconnected.discard(out.dst)
             out.callback(env.body)
 
     def _timed_out(self, cid: int) -> None:
         out = self._outstanding.pop(cid, None)
         if out is not None:
+            self.disconnected.add(out.dst)
             out.callback(RequestTimedOut(f"no answer from {out.dst} in time"))

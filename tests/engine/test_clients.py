@@ -316,6 +316,24 @@ def test_a_consumer_whose_leader_is_paused_waits_out_its_request_timeout() -> No
         assert waited >= 30_000 + 500
 
 
+@pytest.mark.parametrize("seed", range(1, 13))
+def test_a_consumer_whose_fetch_timed_out_on_a_paused_broker_asks_a_live_one_where_the_leader_is(
+    seed: int,
+) -> None:
+    # Kafka's leastLoadedNode: a request that timed out closes its connection, and a metadata request goes
+    # to a broker with a connection that works (and nothing of ours waiting on it) before that one. Were
+    # it asked at random, one consumer in three would wait a second request.timeout.ms on the paused one.
+    with checked_cluster(3, seed=seed) as c:
+        p, reader, leader = _reader_of_the_leader(c)
+        c.pause_broker(leader)
+        p.send("t", "after")
+        got, waited = _read_within(c, reader, 120_000)
+        assert got == [b"after"]
+        assert (
+            waited < 30_000 + 500 + 5_000
+        )  # one request.timeout.ms (+ fetch.max.wait.ms), then the new leader
+
+
 def test_an_acks_all_batch_the_killed_leader_held_is_retried_on_the_new_leader_at_once() -> None:
     with checked_cluster(3) as c:
         c.create_topic("t", replication_factor=3, config={"min.insync.replicas": "2"})
