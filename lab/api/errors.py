@@ -20,6 +20,7 @@ from ninja import NinjaAPI, Schema
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 
 from lab.engine import errors as kafka
+from lab.engine import limits
 from lab.engine.errors import KafkaError
 from lab.engine.errors import PolicyViolation as PolicyViolation  # too many labs or runs: a 409
 from lab.request_size import declared_size, too_large_message
@@ -136,7 +137,7 @@ def install(api: NinjaAPI) -> None:
         fields = []
         for item in exc.errors:
             where, name = _field(item.get("loc"))
-            problem = str(item.get("msg", "invalid")).removeprefix("Value error, ")
+            problem = _problem(item)
             fields.append({"field": name, "location": where, "problem": problem})
         message = "; ".join(f"{f['field']}: {f['problem']}" for f in fields) or "the request is malformed"
         return _json(api, request, 400, "INVALID_REQUEST", message, fields=fields)
@@ -179,3 +180,12 @@ def install(api: NinjaAPI) -> None:
         return _json(
             api, request, 500, "UNKNOWN_SERVER_ERROR", "The lab failed on this request; see its log."
         )
+
+
+def _problem(item: dict[str, Any]) -> str:
+    """What is wrong with one field, in words: a pattern the lab's limits know is said as their rule."""
+    if item.get("type") == "string_pattern_mismatch":
+        limit = limits.text_with_pattern(str((item.get("ctx") or {}).get("pattern", "")))
+        if limit is not None:
+            return limit.rule  # after the field's name: "group: is printable text, not only spaces"
+    return str(item.get("msg", "invalid")).removeprefix("Value error, ")

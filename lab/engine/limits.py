@@ -211,3 +211,12 @@ def validate_topic_name(name: str) -> None:
         raise InvalidTopic(
             f"Topic name \"{name}\" is illegal, it contains a character other than ASCII alphanumerics, '.', '_' and '-'"
         )
+
+
+def text_with_pattern(json_pattern: str) -> Text | None:
+    """A text limit whose ``json_pattern`` this is (an API answer says its rule in words, not the regex;
+    limits that share a pattern share its rule)."""
+    for value in globals().values():
+        if isinstance(value, Text) and value.pattern is not None and value.json_pattern == json_pattern:
+            return value
+    return None

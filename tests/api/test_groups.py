@@ -34,6 +34,9 @@ def test_list_and_describe(ada: Api, lab: Lab, audit: str) -> None:
     assert described["committed"] == {"orders/0": 5, "orders/1": 0, "orders/2": 0}
     assert described["total_lag"] == 0
     error(ada.get(f"/labs/{lab.slug}/groups/nobody"), 404, "GROUP_ID_NOT_FOUND")
+    # A blank id is no group id: said in words, as a body's group is, not as the schema's regex.
+    blank = error(ada.get(f"/labs/{lab.slug}/groups/%20%0D"), 400, "INVALID_REQUEST")
+    assert blank["message"] == "group: is printable text, not only spaces", blank
 
 
 def test_reset_to_earliest_an_offset_a_time_and_latest(ada: Api, lab: Lab, audit: str) -> None:
