@@ -49,6 +49,19 @@ def courier() -> Courier:
         return _courier
 
 
+def close() -> None:
+    """Stop this web process's courier and ZooKeeper client, if it made them (at shutdown: before the
+    Redis and ZooKeeper they use stop, so nothing is left reading a server that went)."""
+    global _courier, _ownership
+    with _lock:
+        made, _courier = _courier, None
+        zk, _ownership = _ownership, None
+    if made is not None:
+        made.close()
+    if zk is not None:
+        zk.close()
+
+
 def ownership() -> Ownership:
     global _ownership
     with _lock:

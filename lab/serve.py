@@ -305,6 +305,9 @@ def main(argv: list[str] | None = None) -> int:
         if pool is not None:
             _say("Workers: stopping (each stops its labs)...")
             pool.stop()
+            from lab import remote
+
+            remote.close()  # its courier reads Redis, which stops next
         if redis is not None:
             _say("Redis: stopping...")
             redis.stop()
