@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, sync_playwright
 
+from tests.browser.helpers import VIEWPORTS
 from tests.lab_server import REPO, LabServer
 from tests.processes import pids_mentioning
 
@@ -67,6 +68,17 @@ def page(browser: Browser) -> Iterator[Page]:
     tab = context.new_page()
     tab.set_default_timeout(15_000)
     yield tab
+    context.close()
+
+
+@pytest.fixture(params=list(VIEWPORTS))
+def screen(request: pytest.FixtureRequest, browser: Browser) -> Iterator[tuple[str, Page]]:
+    """A page at each of the two widths a view must fit (the test runs once per width): its name and page."""
+    width, height = VIEWPORTS[request.param]
+    context = browser.new_context(viewport={"width": width, "height": height}, device_scale_factor=1)
+    tab = context.new_page()
+    tab.set_default_timeout(15_000)
+    yield request.param, tab
     context.close()
 
 

@@ -8,6 +8,12 @@ from playwright.sync_api import Page, expect
 
 from tests.lab_server import LabServer
 
+VIEWPORTS = {"phone": (390, 844), "laptop": (1440, 900)}
+# The elements below ``selector`` that reach past the viewport's right edge (a view must fit the phone).
+OVERFLOWING = """(selector) => Array.from(document.querySelectorAll(selector + ' *'))
+  .filter(el => el.getBoundingClientRect().right > document.documentElement.clientWidth + 0.5)
+  .map(el => el.className || el.tagName)"""
+
 
 def log_in(page: Page, server: LabServer) -> None:
     password = (server.data_dir / "demo-password").read_text().strip()

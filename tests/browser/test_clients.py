@@ -14,35 +14,21 @@ from pathlib import Path
 
 import pytest
 from kafka import KafkaConsumer, KafkaProducer
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Page, expect
 
 from lab.cluster import ServedCluster, free_ports, serve
 from lab.labs import TemplateRenderer
-from tests.browser.helpers import log_in
+from tests.browser.helpers import OVERFLOWING, VIEWPORTS, log_in
 from tests.lab_server import REPO, LabServer
 from tests.processes import wait_until
 
 pytestmark = pytest.mark.long(70)
 
-VIEWPORTS = {"phone": (390, 844), "laptop": (1440, 900)}
 STYLESHEET = (REPO / "lab" / "static" / "lab.css").read_text()
 EMPTY = re.compile(
     r"^(No real client is connected\. Point one at bootstrap\.servers=\S+, e\.g\. kcat -b \S+ -L\."
     r"|This lab has no Kafka listeners, so real clients cannot connect to it\.)$"
 )
-OVERFLOWING = """(selector) => Array.from(document.querySelectorAll(selector + ' *'))
-  .filter(el => el.getBoundingClientRect().right > document.documentElement.clientWidth + 0.5)
-  .map(el => el.className || el.tagName)"""
-
-
-@pytest.fixture(params=list(VIEWPORTS))
-def screen(request: pytest.FixtureRequest, browser: Browser) -> Iterator[tuple[str, Page]]:
-    width, height = VIEWPORTS[request.param]
-    context = browser.new_context(viewport={"width": width, "height": height}, device_scale_factor=1)
-    page = context.new_page()
-    page.set_default_timeout(15_000)
-    yield request.param, page
-    context.close()
 
 
 @pytest.fixture

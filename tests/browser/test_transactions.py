@@ -8,29 +8,12 @@ wider than the screen. Screenshots go to test-artifacts/transactions-*.png.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Page, expect
 
-from tests.browser.helpers import create_topic, log_in, new_lab
+from tests.browser.helpers import OVERFLOWING, VIEWPORTS, create_topic, log_in, new_lab
 from tests.lab_server import LabServer
-
-VIEWPORTS = {"phone": (390, 844), "laptop": (1440, 900)}
-OVERFLOWING = """(selector) => Array.from(document.querySelectorAll(selector + ' *'))
-  .filter(el => el.getBoundingClientRect().right > document.documentElement.clientWidth + 0.5)
-  .map(el => el.className || el.tagName)"""
-
-
-@pytest.fixture(params=list(VIEWPORTS))
-def screen(request: pytest.FixtureRequest, browser: Browser) -> Iterator[tuple[str, Page]]:
-    width, height = VIEWPORTS[request.param]
-    context = browser.new_context(viewport={"width": width, "height": height}, device_scale_factor=1)
-    page = context.new_page()
-    page.set_default_timeout(15_000)
-    yield request.param, page
-    context.close()
 
 
 def _fits(page: Page, name: str) -> None:
