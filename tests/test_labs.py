@@ -461,6 +461,24 @@ def _views(c: Any) -> dict[str, Any]:
     )
 
 
+def _orders_with_one_record(c: Any) -> Any:
+    """Topic orders (3 partitions, RF 3) with one record on partition 0, replicated; the producer."""
+    c.create_topic("orders", partitions=3, replication_factor=3)
+    producer = c.producer(acks="all")
+    producer.send("orders", b"first", partition=0)
+    producer.flush()
+    c.run_for(1_000)
+    return producer
+
+
+def _sent_and_viewed(c: Any, producer: Any, value: bytes, *, partition: int) -> dict[str, Any]:
+    """The lab's views after ``value`` is written to orders-``partition`` and replicated."""
+    producer.send("orders", value, partition=partition)
+    producer.flush()
+    c.run_for(1_000)
+    return _views(c)
+
+
 def test_a_frame_draws_again_only_the_partitions_that_changed() -> None:
     # A busy topic's every partition changes every frame; __consumer_offsets' one a group commits to
     # does, the other four do not: drawing those again was a third of a class's frames.
@@ -468,19 +486,12 @@ def test_a_frame_draws_again_only_the_partitions_that_changed() -> None:
 
     c = Cluster.create(brokers=3, seed=7)
     try:
-        c.create_topic("orders", partitions=3, replication_factor=3)
-        producer = c.producer(acks="all")
-        producer.send("orders", b"first", partition=0)
-        producer.flush()
-        c.run_for(1_000)
+        producer = _orders_with_one_record(c)
         renderer = labs.TemplateRenderer("t")
         before = _views(c)
         first = renderer.fragment(plog_key("orders"), before)
         assert renderer.partitions_drawn == 3
-        producer.send("orders", b"second", partition=1)
-        producer.flush()
-        c.run_for(1_000)
-        after = _views(c)
+        after = _sent_and_viewed(c, producer, b"second", partition=1)
     finally:
         c.close()
     assert after[plog_key("orders")] != before[plog_key("orders")]
@@ -500,18 +511,11 @@ def test_a_frame_after_a_produce_to_one_partition_sends_that_partition_alone() -
 
     c = Cluster.create(brokers=3, seed=7)
     try:
-        c.create_topic("orders", partitions=3, replication_factor=3)
-        producer = c.producer(acks="all")
-        producer.send("orders", b"first", partition=0)
-        producer.flush()
-        c.run_for(1_000)
+        producer = _orders_with_one_record(c)
         renderer = labs.TemplateRenderer("t")
         before = _views(c)
         renderer.fragment(plog_key("orders"), before)
-        producer.send("orders", b"second", partition=1)
-        producer.flush()
-        c.run_for(1_000)
-        after = _views(c)
+        after = _sent_and_viewed(c, producer, b"second", partition=1)
         c.create_topic("payments", partitions=2, replication_factor=3)
         c.run_for(1_000)
         grown = _views(c)
