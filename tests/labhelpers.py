@@ -8,6 +8,17 @@ from lab.labs import create_lab
 from lab.models import Lab
 from lab.runtime.spec import TopicSpec
 
+# An ACL as the lab's spec, page and API write it: Alice may write to topic orders.
+ALICE_WRITES_ORDERS = {
+    "resource_type": "Topic",
+    "name": "orders",
+    "pattern": "Literal",
+    "principal": "User:alice",
+    "host": "*",
+    "operation": "Write",
+    "permission": "Allow",
+}
+
 
 def make_user(name: str = "ada", password: str = "s3cret-enough") -> object:
     return get_user_model().objects.create_user(name, password=password)

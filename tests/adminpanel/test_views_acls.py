@@ -10,6 +10,7 @@ from django.test import Client
 
 from lab.models import Lab
 from tests.adminpanel.conftest import HTMX
+from tests.labhelpers import ALICE_WRITES_ORDERS
 
 pytestmark = pytest.mark.django_db
 
@@ -67,15 +68,7 @@ def test_add_list_and_delete_with_who_may_do_what(owner: Client, lab: Lab) -> No
     assert table["User:admin"]["Delete"] == "true"  # a super user
     gone = owner.post(
         url(lab, "delete/"),
-        {
-            "resource_type": "Topic",
-            "name": "orders",
-            "pattern": "Literal",
-            "principal": "User:alice",
-            "host": "*",
-            "operation": "Write",
-            "permission": "Allow",
-        },
+        ALICE_WRITES_ORDERS,
         headers=HTMX,
     ).content.decode()
     assert "ACL deleted: ALLOW User:alice Write from * on Topic:orders" in gone

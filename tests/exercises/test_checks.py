@@ -10,6 +10,7 @@ import pytest
 from lab.engine.errors import ProducerFenced
 from lab.exercises.checks import condition
 from tests.engine.helpers import checked_cluster
+from tests.labhelpers import ALICE_WRITES_ORDERS
 
 
 def snapshot(
@@ -25,19 +26,8 @@ def snapshot(
     }
 
 
-ALICE_WRITES = {
-    "resource_type": "Topic",
-    "name": "orders",
-    "pattern": "Literal",
-    "principal": "User:alice",
-    "host": "*",
-    "operation": "Write",
-    "permission": "Allow",
-}
-
-
 def test_acl_allows_and_denies_answer_as_the_authorizer_with_its_reason() -> None:
-    snap = snapshot(ALICE_WRITES, allow_everyone=True)
+    snap = snapshot(ALICE_WRITES_ORDERS, allow_everyone=True)
     allowed = condition(
         "acl_allows", {"principal": "User:alice", "operation": "Write", "topic": "orders"}, snap, []
     )
@@ -56,7 +46,7 @@ def test_acl_allows_and_denies_answer_as_the_authorizer_with_its_reason() -> Non
 
 
 def test_without_an_authorizer_no_acl_condition_holds() -> None:
-    snap = snapshot(ALICE_WRITES, enforced=False)
+    snap = snapshot(ALICE_WRITES_ORDERS, enforced=False)
     for name in ("acl_allows", "acl_denies"):
         outcome = condition(
             name, {"principal": "User:alice", "operation": "Write", "topic": "orders"}, snap, []

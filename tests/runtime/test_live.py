@@ -28,6 +28,7 @@ from lab.runtime.live import MAX_FRAME_MS, QUIET_TICK_S, LiveLab
 from lab.runtime.spec import ClientSpec, LabSpec, TopicSpec
 from lab.visuals.frame import plog_key
 from lab.zookeeper_server import ManagedZooKeeper
+from tests.labhelpers import ALICE_WRITES_ORDERS
 from tests.processes import wait_until
 from tests.walltime import until_done
 from tests.zkoutage import HeldRestart, KillableZooKeeper, kill
@@ -743,15 +744,7 @@ def test_acls_and_users_a_kafka_client_made_are_kept_as_the_pages_are(tmp_path: 
         return live.submit(lambda _: client.answer(api_key, {30: 3, 31: 3, 51: 0}[api_key])).result(10)
 
     try:
-        alice = {
-            "resource_type": "Topic",
-            "name": "orders",
-            "pattern": "Literal",
-            "principal": "User:alice",
-            "host": "*",
-            "operation": "Write",
-            "permission": "Allow",
-        }
+        alice = dict(ALICE_WRITES_ORDERS)
         made = ask(
             30,
             {

@@ -11,6 +11,7 @@ import pytest
 from lab.engine.errors import IllegalArgument, InvalidRequest
 from lab.runtime.live import LiveLab
 from lab.runtime.spec import TopicSpec
+from tests.labhelpers import ALICE_WRITES_ORDERS
 from tests.walltime import FakeWall, advance, still_lab, until_done
 
 AUTHORIZER = {
@@ -112,17 +113,7 @@ def test_without_an_authorizer_acls_are_kept_and_the_answer_says_nobody_enforces
 def test_a_reset_lab_comes_back_with_the_acls_a_person_added(lab: tuple[LiveLab, FakeWall]) -> None:
     live, wall = lab
     until_done(live, wall, live.act("acl-create", ALICE))
-    assert live.spec.acls == (
-        {
-            "resource_type": "Topic",
-            "name": "orders",
-            "pattern": "Literal",
-            "principal": "User:alice",
-            "host": "*",
-            "operation": "Write",
-            "permission": "Allow",
-        },
-    )
+    assert live.spec.acls == (ALICE_WRITES_ORDERS,)
     assert live.act("clock-reset", {}).result(30) == "Lab reset: a fresh cluster with fresh data."
     advance(live, wall, 1.0)  # the spec's ACLs are written as the lab starts; ZooKeeper answers in its time
     listed = until_done(live, wall, live.act("acls", {"topic": "orders"}))
