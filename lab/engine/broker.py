@@ -130,14 +130,17 @@ class MetadataCache:
         self.controller_epoch = -1
         self.live_brokers: tuple[BrokerId, ...] = ()
         self.partitions: dict[TopicPartition, PartitionStateInfo] = {}
+        self.topic_ids: dict[str, str] = {}
 
     def update(self, req: UpdateMetadataRequest) -> None:
         self.controller_id = req.controller_id
         self.controller_epoch = req.controller_epoch
         self.live_brokers = req.live_brokers
         for topic in req.deleted_topics:
+            self.topic_ids.pop(topic, None)
             for tp in [tp for tp in self.partitions if tp.topic == topic]:
                 del self.partitions[tp]
+        self.topic_ids.update(req.topic_ids)
         for info in req.partitions:
             self.partitions[info.tp] = info
 
@@ -168,7 +171,7 @@ class MetadataCache:
                 )
                 for i in infos
             )
-            result[name] = TopicMetadata(name=name, partitions=parts)
+            result[name] = TopicMetadata(name=name, partitions=parts, topic_id=self.topic_ids.get(name))
         return MetadataResponse(brokers=self.live_brokers, controller_id=self.controller_id, topics=result)
 
 

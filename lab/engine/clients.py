@@ -47,6 +47,7 @@ from lab.engine.protocol import (
     PartitionMetadata,
     ProduceRequest,
     ProduceResponse,
+    TopicMetadata,
 )
 from lab.engine.records import (
     NO_PRODUCER_EPOCH,
@@ -130,6 +131,30 @@ class _Metadata:
         self._failed_until: dict[BrokerId, int] = {}
         self.waiters: list[Callable[[], None]] = []
         self.version = 0  # counts the answers taken in, so a producer knows when to look again
+        self._topic_ids: dict[str, str | None] = {}
+
+    def _newest(self, topic: TopicMetadata) -> tuple[PartitionMetadata, ...]:
+        """KIP-320: a broker that has not heard of a newer leader yet (it was paused, or cut off)
+        must not send the client back to the leader that was replaced. As Kafka's Metadata does, a
+        partition keeps what the client knew when that had the newer leader epoch, unless the topic
+        was re-created (another topic id: its epochs start again)."""
+        old = self.topics.get(topic.name)
+        if not old or self._topic_ids.get(topic.name) != topic.topic_id:
+            return topic.partitions
+        known = {pm.partition: pm for pm in old}
+        return tuple(
+            known[pm.partition]
+            if pm.partition in known and known[pm.partition].leader_epoch > pm.leader_epoch
+            else pm
+            for pm in topic.partitions
+        )
+
+    def leader_epoch(self, tp: TopicPartition) -> int:
+        """The newest leader epoch the client knows for ``tp`` (-1: none), for fetches to fence with."""
+        for pm in self.topics.get(tp.topic, ()):
+            if pm.partition == tp.partition:
+                return pm.leader_epoch
+        return -1
 
     def leader(self, tp: TopicPartition) -> BrokerId | None:
         for pm in self.topics.get(tp.topic, ()):
@@ -192,6 +217,7 @@ class _Metadata:
             elif topic.error == UnknownTopicOrPartition.name:
                 self.unknown.add(name)
                 self.topics.pop(name, None)
+                self._topic_ids.pop(name, None)
                 # It may exist by now on another broker, or soon: look again (a little later).
                 self._stale = True
                 self._next_ms = client.scheduler.now_ms + max(
@@ -199,7 +225,8 @@ class _Metadata:
                 )
             else:
                 self.unknown.discard(name)
-                self.topics[name] = topic.partitions
+                self.topics[name] = self._newest(topic)
+                self._topic_ids[name] = topic.topic_id
                 if any(p.leader < 0 for p in topic.partitions):
                     self._stale = True  # a partition without a leader: look again after the backoff
         waiters, self.waiters = self.waiters, []
@@ -1589,8 +1616,13 @@ class Consumer(_Client):
                 continue
             if leader in self._fetching:
                 continue
+            # Kafka's consumers send the leader epoch they know (KIP-320): a broker that is no longer
+            # the leader, or not yet, answers FENCED_LEADER_EPOCH or UNKNOWN_LEADER_EPOCH instead of
+            # reading from a log that may be truncated (which would reset the position).
             by_leader.setdefault(leader, {})[tp] = FetchPartition(
-                fetch_offset=position, max_bytes=self.max_partition_bytes
+                fetch_offset=position,
+                max_bytes=self.max_partition_bytes,
+                current_leader_epoch=self.metadata.leader_epoch(tp),
             )
         for leader, parts in by_leader.items():
             self._fetching.add(leader)

@@ -373,6 +373,7 @@ class Controller:
             live_brokers=tuple(sorted(self.ctx.live_brokers)),
             partitions=infos,
             deleted_topics=tuple(deleted_topics),
+            topic_ids={t: i for t, i in self.ctx.topic_ids.items() if t not in deleted_topics},
         )
         for broker in sorted(self.ctx.live_brokers):
             self._send(broker, request)

@@ -164,6 +164,7 @@ class TopicMetadata:
     name: str
     error: str | None = None
     partitions: tuple[PartitionMetadata, ...] = ()
+    topic_id: str | None = None  # KIP-516 (Metadata v10+): a client tells a re-created topic apart
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -217,6 +218,7 @@ class UpdateMetadataRequest:
     live_brokers: tuple[BrokerId, ...]
     partitions: tuple[PartitionStateInfo, ...]
     deleted_topics: tuple[str, ...] = ()
+    topic_ids: Mapping[str, str] = field(default_factory=dict)  # KIP-516 (UpdateMetadata v7+)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

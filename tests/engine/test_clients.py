@@ -334,6 +334,46 @@ def test_a_consumer_whose_fetch_timed_out_on_a_paused_broker_asks_a_live_one_whe
         )  # one request.timeout.ms (+ fetch.max.wait.ms), then the new leader
 
 
+def test_a_broker_that_missed_a_leader_change_cannot_send_a_consumer_back_to_the_old_leader() -> None:
+    # KIP-320. A paused leader, resumed, answers metadata from what it knew before the pause until the
+    # controller tells it otherwise. Taken as the truth, that answer sent the consumer back to it; its log
+    # is shorter than the new leader's, so the fetch was out of range and auto.offset.reset=earliest read
+    # everything again (a read_committed consumer saw a committed transaction twice).
+    with checked_cluster(3) as c:
+        p, reader, old = _reader_of_the_leader(c)
+        stale = c.brokers[old].metadata.describe(["t"])  # what it will still say when it resumes
+        c.pause_broker(old)
+        p.send("t", "after")
+        assert _read_within(c, reader, 120_000)[0] == [b"after"]
+        new = c.leader_of("t", 0)
+        assert new != old
+        reader.metadata._on_response(old, stale)
+        assert reader.metadata.leader(_tp("t", 0)) == new
+        c.resume_broker(old)
+        p.send("t", "more")
+        assert _read_within(c, reader, 60_000)[0] == [b"more"]
+        assert not [e for e in c.events() if e.kind == "offset_reset"]
+
+
+def test_a_re_created_topic_is_followed_although_its_leader_epochs_start_again() -> None:
+    # Its new topic id (KIP-516) tells the client the older, higher epochs belong to the topic deleted.
+    with checked_cluster(3) as c:
+        p, reader, old = _reader_of_the_leader(c)
+        c.kill_broker(old)
+        p.send("t", "after")
+        assert _read_within(c, reader, 60_000)[0] == [b"after"]
+        c.restart_broker(old)
+        c.wait_for(lambda: len(c.partition_state("t", 0)["isr"]) == 3, 60_000, "the ISR whole again")
+        assert c.leader_of("t", 0) != old
+        assert p.metadata.leader_epoch(_tp("t", 0)) >= 1
+        c.delete_topic("t")
+        c.create_topic("t", replication_factor=3, assignment={0: [old, *sorted({1, 2, 3} - {old})]})
+        again = p.send("t", "again")
+        c.wait_for(again.done, 30_000, "the record sent to the re-created topic")
+        assert again.result().offset == 0
+        assert (p.metadata.leader(_tp("t", 0)), p.metadata.leader_epoch(_tp("t", 0))) == (old, 0)
+
+
 def test_an_acks_all_batch_the_killed_leader_held_is_retried_on_the_new_leader_at_once() -> None:
     with checked_cluster(3) as c:
         c.create_topic("t", replication_factor=3, config={"min.insync.replicas": "2"})

@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 from collections import Counter, defaultdict
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from lab.engine.broker import BrokerState
@@ -67,6 +67,17 @@ def _recover(c: Cluster) -> None:
 
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(plan=plans, seed=st.integers(0, 1000))
+# CI found it: a paused leader, resumed, told the watcher it still led; the watcher fetched past its
+# shorter log and auto.offset.reset=earliest read transactions 0-3 again (fixed by KIP-320's epochs).
+@example(
+    plan=[
+        ("kill_coordinator_at_prepare", True, 0),
+        ("pause_leader", True, 0),
+        ("none", True, 0),
+        ("pause_leader", True, 0),
+    ],
+    seed=368,
+)
 def test_read_committed_sees_committed_transactions_whole_and_aborted_ones_never(
     plan: list[tuple[str, bool, int]], seed: int
 ) -> None:
