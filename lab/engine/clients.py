@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from random import Random
 from typing import Any, NamedTuple, Protocol
 
 from lab.engine import errors
@@ -476,6 +477,9 @@ class Producer(_Client):
         )
         self.settings = settings
         self.config = dict(settings.values)
+        self.retry_backoff_max_ms = settings.number("retry.backoff.max.ms")
+        # Its own draws for the backoff's jitter, so that retries leave the cluster's random choices alone.
+        self._jitter = Random(f"{self.scheduler.seed}:{client_id}:retry.backoff")
         acks = settings.text("acks")
         self.acks = -1 if acks in ("all", "-1") else int(acks)
         # As KafkaProducer: batch.size 0 means one record a batch.
@@ -1041,9 +1045,20 @@ class Producer(_Client):
         self.acked += len(batch.values)
         batch.result.resolve(base_offset)  # every record's future at once; their callbacks run now
 
+    def _retry_backoff_ms(self, attempts: int) -> int:
+        """KIP-580 (Kafka 3.7): the wait before a batch's next attempt doubles with each one it made, from
+        retry.backoff.ms up to retry.backoff.max.ms, with 20% jitter either way (Kafka's
+        ExponentialBackoff), so that a leader gone for seconds costs a few retries, not dozens."""
+        first, most = self.retry_backoff_ms, self.retry_backoff_max_ms
+        if first >= most:
+            return most  # Kafka: the max, from the start, without growth
+        term = first * 2.0 ** min(max(attempts - 1, 0), 62)
+        return min(int(term * self._jitter.uniform(0.8, 1.2)), most)
+
     def _retry(self, batch: _ProducerBatch, error: KafkaError, *, why: str = "") -> None:
         self.retried += batch.record_count
-        batch.retry_at_ms = self.scheduler.now_ms + self.retry_backoff_ms
+        backoff = self._retry_backoff_ms(batch.attempts)
+        batch.retry_at_ms = self.scheduler.now_ms + backoff
         queue = self._topics[batch.tp.topic].queues[batch.tp.partition]
         if batch.base_sequence >= 0:
             # Kafka's insertInSequenceOrder: retries go out in the order of their sequences.
@@ -1070,7 +1085,13 @@ class Producer(_Client):
             "produce_retry",
             f"{self.client_id}: got {error.name} for {batch.record_count} record(s) to {batch.tp}"
             + (f" (sequence {sequence})" if sequence >= 0 else "")
-            + f" on attempt {batch.attempts}; retrying after retry.backoff.ms={self.retry_backoff_ms}"
+            + f" on attempt {batch.attempts}; retrying in {backoff} ms"
+            + (
+                f" (retry.backoff.ms={self.retry_backoff_ms} doubled per attempt, at most "
+                f"retry.backoff.max.ms={self.retry_backoff_max_ms})"
+                if self.retry_backoff_ms < self.retry_backoff_max_ms
+                else ""
+            )
             + (f" ({left} attempts left)" if self.retries < 2**31 - 1 else "")
             + (f": {why}" if why else ""),
             topic=batch.tp.topic,

@@ -655,6 +655,16 @@ _key(
     minimum=0,
 )
 _key(
+    "retry.backoff.max.ms",
+    "producer",
+    "long",
+    "1000",
+    "The longest wait before retrying a batch that failed again and again: retry.backoff.ms doubles with "
+    "each attempt up to it, give or take 20% (KIP-580, Kafka 3.7). Below retry.backoff.ms, it is the wait "
+    "every time.",
+    minimum=0,
+)
+_key(
     "delivery.timeout.ms",
     "producer",
     "int",

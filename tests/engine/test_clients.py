@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from itertools import pairwise
 from typing import Any
 
 import pytest
@@ -398,20 +399,58 @@ def test_an_acks_all_batch_the_killed_leader_held_is_retried_on_the_new_leader_a
         assert "NETWORK_EXCEPTION" in retries[0].data["error"]
 
 
+def _retry_times(c: Cluster, **producer_config: Any) -> list[int]:
+    """When a batch that can never be written (min.insync.replicas above the live replicas) was retried."""
+    c.create_topic("t", replication_factor=2, config={"min.insync.replicas": "2"})
+    c.kill_broker(c.partition_state("t", 0)["isr"][1])
+    c.run_for(10_000)  # the controller took the follower out of the ISR
+    p = c.producer(**producer_config)
+    start = c.now_ms
+    p.send("t", "x")
+    c.run_for(12_000)
+    return [e.time_ms - start for e in c.events() if e.kind == "produce_retry"]
+
+
+def test_a_batch_retried_again_and_again_waits_twice_as_long_each_time_up_to_a_second() -> None:
+    # KIP-580 (Kafka 3.7): retry.backoff.ms=100 doubles per attempt, with 20% jitter, up to
+    # retry.backoff.max.ms=1000. Flat, 12 seconds of NOT_ENOUGH_REPLICAS were over a hundred retries.
+    with checked_cluster(3) as c:
+        times = _retry_times(c)
+    waits = [b - a for a, b in pairwise(times)]
+    assert 12 <= len(times) <= 18
+    for attempt, wait in enumerate(waits[:4]):  # 100, 200, 400, 800 ms give or take 20%, plus the round trip
+        assert 0.8 * 100 * 2**attempt <= wait <= 1.2 * 100 * 2**attempt + 10
+    assert all(1000 <= wait <= 1010 for wait in waits[4:])
+    with checked_cluster(3) as c:
+        _retry_times(c)
+        text = next(e.text for e in c.events() if e.kind == "produce_retry")
+    assert "retry.backoff.ms=100 doubled per attempt, at most retry.backoff.max.ms=1000" in text
+
+
+def test_a_retry_backoff_max_at_or_below_retry_backoff_is_the_wait_every_time() -> None:
+    with checked_cluster(3) as c:
+        times = _retry_times(c, retry_backoff_ms=300, retry_backoff_max_ms=200)
+    waits = [b - a for a, b in pairwise(times)]
+    assert len(waits) > 40
+    assert all(200 <= wait <= 250 for wait in waits)
+
+
 def test_delivery_timeout_ends_the_retries() -> None:
     with checked_cluster(3) as c:
         c.create_topic("t", replication_factor=3, config={"min.insync.replicas": "3"})
         c.kill_broker(3)
         c.run_for(10_000)
         p = c.producer(delivery_timeout_ms=5000, request_timeout_ms=1000)
+        sent_at = c.now_ms
         f = p.send("t", "x")
         c.run_for(6000)
         # Retried until delivery.timeout.ms: the batch fails with the last answer if it is in flight
         # then, with the timeout if it waits in the accumulator (its backoff).
         with pytest.raises((NotEnoughReplicas, KafkaTimeout)):
             f.result()
-        assert p.retried > 10
-        assert c.ctx.scheduler.now_ms - 10_000 >= 5000
+        retries = [e.time_ms - sent_at for e in c.events() if e.kind == "produce_retry"]
+        assert len(retries) >= 6  # 100, 200, 400, 800 ms, then a second at most (KIP-580)
+        assert 4000 <= retries[-1] <= 5000  # still retrying near the end
 
 
 def test_a_batch_with_no_leader_to_go_to_expires_in_the_accumulator() -> None:

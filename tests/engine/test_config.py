@@ -249,6 +249,7 @@ KAFKA_PRODUCER_DEFAULTS = {
     "linger.ms": "0",
     "retries": "2147483647",
     "retry.backoff.ms": "100",
+    "retry.backoff.max.ms": "1000",  # KIP-580, Kafka 3.7
     "delivery.timeout.ms": "120000",
     "request.timeout.ms": "30000",
     "max.in.flight.requests.per.connection": "5",

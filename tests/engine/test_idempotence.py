@@ -168,8 +168,12 @@ def test_a_producer_cut_from_its_leader_past_delivery_timeout_answers_every_reco
 ) -> None:
     with checked_cluster(1, seed=1) as c:
         c.create_topic("t", assignment={0: [1]})
+        # A flat retry.backoff.ms (no KIP-580 growth): the cases' timings were chosen against it.
         p = c.producer(
-            client_id="idem", request_timeout_ms=request_timeout_ms, delivery_timeout_ms=delivery_timeout_ms
+            client_id="idem",
+            request_timeout_ms=request_timeout_ms,
+            delivery_timeout_ms=delivery_timeout_ms,
+            retry_backoff_max_ms=100,
         )
         futures = [p.send("t", "00000")]
         assert p.flush()
