@@ -5,21 +5,16 @@ from __future__ import annotations
 from typing import Any
 
 from django.http import HttpRequest
-from ninja import Path, Router
+from ninja import Router
 
 from lab.api import driver
 from lab.api.errors import ERRORS
-from lab.api.schemas import GroupOut, ResetIn, ResetOut
+from lab.api.schemas import GroupOut, ResetIn, ResetOut, path
 from lab.engine import limits
 
 router = Router(tags=["groups"])
 
-GroupName = Path(
-    ...,
-    min_length=limits.GROUP_ID.min_length,
-    max_length=limits.GROUP_ID.max_length,
-    pattern=limits.GROUP_ID.json_pattern,  # as a body's group: a blank one is not a group id
-)
+GroupName = path(limits.GROUP_ID)  # as a body's group: a blank one is not a group id
 
 
 @router.get("/labs/{slug}/groups", response={200: list[GroupOut], **ERRORS}, summary="Consumer groups")

@@ -15,14 +15,12 @@ from typing import Any
 
 from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
-from ninja import Path, Query, Router, Status
+from ninja import Query, Router, Status
 from ninja.errors import ValidationError
 
 from lab.api import driver, openapi
 from lab.api.errors import ERRORS
 from lab.api.schemas import (
-    MAX_NAME,
-    TOPIC_PATTERN,
     ConsumeIn,
     ConsumeOut,
     ProduceFailedOut,
@@ -30,13 +28,14 @@ from lab.api.schemas import (
     ProduceOut,
     ProducePendingOut,
     RecordsOut,
+    path,
 )
 from lab.engine import limits
 from lab.runtime.commands import produced
 
 router = Router(tags=["records"])
 
-TopicName = Path(..., min_length=1, max_length=MAX_NAME, pattern=TOPIC_PATTERN)
+TopicName = path(limits.TOPIC_NAME)
 
 
 # ----------------------------------------------------------------------------- produce

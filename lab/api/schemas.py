@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Annotated, Any, Literal, cast
 
-from ninja import Schema
+from ninja import Path, Schema
 from pydantic import AfterValidator, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 from pydantic.functional_validators import ModelWrapValidatorHandler
 
@@ -66,6 +66,14 @@ def text(limit: Text) -> Any:
         ),
         AfterValidator(_refuse(limit.reserved)),
     ]
+
+
+def path(limit: Text) -> Any:
+    """A path parameter within the lab's ``limit``: the length and pattern the same text has in a body, so a
+    value the schema allows is looked up (404 when unknown) and one it refuses is a 400 naming the rule."""
+    return Path(
+        ..., min_length=max(limit.min_length, 1), max_length=limit.max_length, pattern=limit.json_pattern
+    )
 
 
 def _unique(items: list[Any]) -> list[Any]:

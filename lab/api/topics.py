@@ -10,13 +10,11 @@ from __future__ import annotations
 from typing import Any
 
 from django.http import HttpRequest
-from ninja import Path, Router, Status
+from ninja import Router, Status
 
 from lab.api import driver
 from lab.api.errors import ERRORS, LabTimeout
 from lab.api.schemas import (
-    MAX_NAME,
-    TOPIC_PATTERN,
     ConfigOut,
     ConfigPatchIn,
     ElectIn,
@@ -26,11 +24,13 @@ from lab.api.schemas import (
     TopicIn,
     TopicOut,
     TopicSummaryOut,
+    path,
 )
+from lab.engine import limits
 
 router = Router(tags=["topics"])
 
-TopicName = Path(..., min_length=1, max_length=MAX_NAME, pattern=TOPIC_PATTERN)
+TopicName = path(limits.TOPIC_NAME)
 
 
 # ----------------------------------------------------------------------------- operations

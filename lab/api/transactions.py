@@ -10,18 +10,16 @@ from __future__ import annotations
 from typing import Any
 
 from django.http import HttpRequest
-from ninja import Path, Router
+from ninja import Router
 
 from lab.api import driver
 from lab.api.errors import ERRORS
-from lab.api.schemas import MessageOut, TransactionOut, TxnInitIn, TxnSendIn
+from lab.api.schemas import MessageOut, TransactionOut, TxnInitIn, TxnSendIn, path
 from lab.engine import limits
 
 router = Router(tags=["transactions"])
 
-ProducerName = Path(
-    ..., min_length=1, max_length=limits.CLIENT_NAME.max_length, pattern=limits.CLIENT_NAME.json_pattern
-)
+ProducerName = path(limits.CLIENT_NAME)
 
 
 @router.get(

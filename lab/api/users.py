@@ -11,12 +11,12 @@ import asyncio
 from typing import Any, Literal
 
 from django.http import HttpRequest
-from ninja import Path, Query, Router, Schema, Status
+from ninja import Query, Router, Schema, Status
 from pydantic import Field
 
 from lab.api import driver
 from lab.api.errors import ERRORS
-from lab.api.schemas import In, MessageOut, text, whole
+from lab.api.schemas import In, MessageOut, path, text, whole
 from lab.engine import limits
 from lab.engine.scram import MIN_ITERATIONS
 from lab.runtime.commands.users import credentials, upsert_args
@@ -25,12 +25,7 @@ router = Router(tags=["users"])
 
 Mechanism = Literal["SCRAM-SHA-256", "SCRAM-SHA-512"]
 MECHANISMS: tuple[Mechanism, ...] = ("SCRAM-SHA-256", "SCRAM-SHA-512")
-UserName = Path(
-    ...,
-    min_length=limits.USER_NAME.min_length,
-    max_length=limits.USER_NAME.max_length,
-    pattern=limits.USER_NAME.json_pattern,
-)
+UserName = path(limits.USER_NAME)
 
 
 class UserIn(In):
