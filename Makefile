@@ -33,13 +33,14 @@ APT_INSTALL = apt_install() { \
 	    || { $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q --no-install-recommends "$$@"; }; \
 	}; apt_install
 
-.PHONY: help run test lint typecheck pytest schema-tests browser-tests system-zookeeper system-redis system-chromium system-postgresql system-kcat clean
+.PHONY: help run test fuzz lint typecheck pytest schema-tests browser-tests system-zookeeper system-redis system-chromium system-postgresql system-kcat clean
 
 help:
 	@echo "make run    serve the lab at http://$(HOST):$(PORT) with a managed ZooKeeper (Ctrl-C stops all)"
 	@echo "make run WORKERS=N   the labs run by N worker processes over a managed Redis (default: one per core;"
 	@echo "                     WORKERS=0 runs them in the web process)"
 	@echo "make test   ruff; mypy beside pytest; then the browser tests in Chromium"
+	@echo "make fuzz   the generated tests (Hypothesis, schemathesis) with new examples each run"
 	@echo "make clean  remove .venv, var/ and caches"
 
 run: system-zookeeper system-redis $(STAMP)
@@ -81,6 +82,13 @@ pytest: $(STAMP)
 
 schema-tests: $(STAMP)
 	$(VENV)/bin/pytest -n $(TEST_PROCESSES) --dist load $(SCHEMA_TESTS) $(PYTEST_ARGS)
+
+# The generated tests (Hypothesis, schemathesis) with new examples each run: `make test` repeats the same
+# ones (tests/conftest.py). Run it a few times after touching the engine or the API.
+FUZZ_TESTS = $(filter-out $(SCHEMA_TESTS),$(shell grep -rlE '@given' tests --include='test_*.py'))
+fuzz: system-zookeeper system-redis $(STAMP)
+	HYPOTHESIS_PROFILE=fuzz $(VENV)/bin/pytest -n $(TEST_PROCESSES) $(FUZZ_TESTS) $(PYTEST_ARGS)
+	HYPOTHESIS_PROFILE=fuzz $(VENV)/bin/pytest -n $(TEST_PROCESSES) --dist load $(SCHEMA_TESTS) $(PYTEST_ARGS)
 
 # Browser tests run in pytest processes of their own: an asyncio test after a sync Playwright test in
 # one process fails.
