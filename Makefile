@@ -85,7 +85,7 @@ schema-tests: $(STAMP)
 
 # The generated tests (Hypothesis, schemathesis) with new examples each run: `make test` repeats the same
 # ones (tests/conftest.py). Run it a few times after touching the engine or the API.
-FUZZ_TESTS = $(filter-out $(SCHEMA_TESTS),$(shell grep -rlE '@given' tests --include='test_*.py'))
+FUZZ_TESTS = $(shell grep -rl '@given' tests --include='test_*.py')
 fuzz: system-zookeeper system-redis $(STAMP)
 	HYPOTHESIS_PROFILE=fuzz $(VENV)/bin/pytest -n $(TEST_PROCESSES) $(FUZZ_TESTS) $(PYTEST_ARGS)
 	HYPOTHESIS_PROFILE=fuzz $(VENV)/bin/pytest -n $(TEST_PROCESSES) --dist load $(SCHEMA_TESTS) $(PYTEST_ARGS)

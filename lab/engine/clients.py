@@ -152,16 +152,19 @@ class _Metadata:
 
     def leader_epoch(self, tp: TopicPartition) -> int:
         """The newest leader epoch the client knows for ``tp`` (-1: none), for fetches to fence with."""
+        pm = self.partition(tp)
+        return pm.leader_epoch if pm is not None else -1
+
+    def partition(self, tp: TopicPartition) -> PartitionMetadata | None:
+        """What the client knows of ``tp`` (its leader, the leader's epoch), None while nothing."""
         for pm in self.topics.get(tp.topic, ()):
             if pm.partition == tp.partition:
-                return pm.leader_epoch
-        return -1
+                return pm
+        return None
 
     def leader(self, tp: TopicPartition) -> BrokerId | None:
-        for pm in self.topics.get(tp.topic, ()):
-            if pm.partition == tp.partition:
-                return pm.leader if pm.leader >= 0 else None
-        return None
+        pm = self.partition(tp)
+        return pm.leader if pm is not None and pm.leader >= 0 else None
 
     def partition_count(self, topic: str) -> int | None:
         parts = self.topics.get(topic)
@@ -1631,19 +1634,19 @@ class Consumer(_Client):
                 continue
             if tp in buffered and self._buffered >= self.max_poll_records:
                 continue
-            leader = self.metadata.leader(tp)
-            if leader is None:
+            known = self.metadata.partition(tp)
+            if known is None or known.leader < 0:
                 missing.add(tp.topic)
                 continue
-            if leader in self._fetching:
+            if known.leader in self._fetching:
                 continue
             # Kafka's consumers send the leader epoch they know (KIP-320): a broker that is no longer
             # the leader, or not yet, answers FENCED_LEADER_EPOCH or UNKNOWN_LEADER_EPOCH instead of
             # reading from a log that may be truncated (which would reset the position).
-            by_leader.setdefault(leader, {})[tp] = FetchPartition(
+            by_leader.setdefault(known.leader, {})[tp] = FetchPartition(
                 fetch_offset=position,
                 max_bytes=self.max_partition_bytes,
-                current_leader_epoch=self.metadata.leader_epoch(tp),
+                current_leader_epoch=known.leader_epoch,
             )
         for leader, parts in by_leader.items():
             self._fetching.add(leader)
